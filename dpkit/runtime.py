@@ -1,0 +1,94 @@
+"""Process-wide settings: offline hubs, thread counts, cache folders, results files.
+
+Call :func:`setup` at the top of a notebook or script. It never touches the
+network: the Hugging Face hub is switched to offline mode before any model
+library is imported, so a missing file fails loudly instead of downloading.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any, Mapping
+
+OFFLINE_VARIABLES = {
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "HF_DATASETS_OFFLINE": "1",
+    "TOKENIZERS_PARALLELISM": "false",
+}
+
+
+def set_offline() -> None:
+    """Force the Hugging Face libraries offline (idempotent)."""
+    for key, value in OFFLINE_VARIABLES.items():
+        os.environ.setdefault(key, value)
+
+
+def default_threads() -> int:
+    """Threads for torch: the cores this process may use, at most 8, at least 1."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - non-Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(8, cores))
+
+
+def set_threads(n: int | None = None) -> int:
+    """Set torch's intra-op threads (``DPKIT_THREADS`` overrides); return the count used."""
+    import torch
+
+    n = int(os.environ.get("DPKIT_THREADS", n or default_threads()))
+    torch.set_num_threads(n)
+    return n
+
+
+def cache_dir() -> Path:
+    """Where derived model files live (``DPKIT_CACHE``, else ``~/.cache/dpkit``)."""
+    root = os.environ.get("DPKIT_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "dpkit")
+    path = Path(root)
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def setup(threads: int | None = None) -> dict[str, Any]:
+    """Offline mode, thread count and a quiet matplotlib; returns what was set."""
+    set_offline()
+    os.environ.setdefault("MPLBACKEND", "Agg")
+    used = set_threads(threads)
+    return {"threads": used, "offline": True}
+
+
+def _jsonable(value: Any) -> Any:
+    import numpy as np
+
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return _jsonable(value.tolist())
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    return value
+
+
+def write_results(results_path: str | os.PathLike | None, results: Mapping[str, Any]) -> dict:
+    """Write a notebook's key numbers as JSON to ``results_path`` (no-op when ``None``/empty).
+
+    Contract of every notebook: each epsilon/delta it claims appears under a key
+    containing "epsilon"/"delta", and every reported metric appears too.
+    """
+    payload = _jsonable(dict(results))
+    if results_path:
+        path = Path(results_path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(path.suffix + ".tmp")
+        tmp.write_text(json.dumps(payload, indent=2, sort_keys=True))
+        tmp.replace(path)
+    return payload
