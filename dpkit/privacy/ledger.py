@@ -1,0 +1,229 @@
+"""A privacy ledger: every mechanism a pipeline runs, its cost, and the total.
+
+Costs compose in zCDP (sequential: rho adds; parallel over disjoint batches
+assigned by a function of each record alone: one batch's cost).  Approximate
+(epsilon, delta) contracts, which have no zCDP cost, add by basic composition
+and are combined with the zCDP part at the end.  A ledger with a budget
+refuses, before anything is recorded, a spend that would exceed it.  All
+entries must share one neighbouring relation and one unit of privacy: a total
+over different units is not a guarantee about any of them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any, Iterable
+
+from dpkit.validate import ParameterError, check_int, check_positive, check_probability
+
+from dpkit.privacy.contract import PrivacyContract
+from dpkit.privacy.zcdp import zcdp_to_epsilon
+
+_TOLERANCE = 1e-12  # relative slack for floating-point sums when checking a budget
+
+
+class BudgetExceededError(RuntimeError):
+    """A spend would take the ledger over its configured budget (nothing was recorded)."""
+
+
+class PrivacyLedger:
+    """Records spends and enforces ``budget_rho`` and/or ``budget_epsilon`` (at ``delta``)."""
+
+    def __init__(self, budget_rho: float | None = None, budget_epsilon: float | None = None,
+                 delta: float | None = None) -> None:
+        self.budget_rho = None if budget_rho is None else check_positive("budget_rho", budget_rho)
+        self.budget_epsilon = None if budget_epsilon is None else check_positive("budget_epsilon", budget_epsilon)
+        self.delta = None if delta is None else check_probability("delta", delta)
+        if self.budget_epsilon is not None and self.delta is None:
+            raise ParameterError("delta", None, "is required when budget_epsilon is set")
+        self.entries: list[dict[str, Any]] = []
+
+    # -- totals ------------------------------------------------------------
+    @property
+    def rho(self) -> float:
+        """Total zCDP cost of the zCDP-measurable entries."""
+        return float(math.fsum(e["rho"] for e in self.entries))
+
+    @property
+    def approx_epsilon(self) -> float:
+        return float(math.fsum(e["epsilon"] * e["count"] for e in self.entries if e["measure"] == "approx"))
+
+    @property
+    def approx_delta(self) -> float:
+        return float(math.fsum(e["delta"] * e["count"] for e in self.entries if e["measure"] == "approx"))
+
+    @property
+    def neighbouring(self) -> str | None:
+        return self.entries[0]["neighbouring"] if self.entries else None
+
+    @property
+    def unit(self) -> str | None:
+        return self.entries[0]["unit"] if self.entries else None
+
+    def epsilon(self, delta: float | None = None) -> float:
+        """Total epsilon at ``delta`` (default: the ledger's delta), tight zCDP conversion.
+
+        Approximate entries are added by basic composition: epsilon adds and
+        their deltas are subtracted from the delta available to the zCDP part.
+        """
+        if delta is None:
+            delta = self.delta
+            if delta is None:
+                raise ParameterError("delta", None, "give delta (the ledger was created without one)")
+        return self._epsilon(self.rho, self.approx_epsilon, self.approx_delta,
+                             check_probability("delta", delta))
+
+    @staticmethod
+    def _epsilon(rho: float, approx_eps: float, approx_delta: float, delta: float) -> float:
+        remaining = delta - approx_delta
+        if remaining <= 0:
+            raise ParameterError("delta", delta, f"must exceed the approximate entries' total delta {approx_delta:.3g}")
+        return approx_eps + (zcdp_to_epsilon(rho, remaining) if rho > 0 else 0.0)
+
+    # -- spending ----------------------------------------------------------
+    def spend(self, contract: PrivacyContract, label: str, count: int = 1) -> dict[str, Any]:
+        """Record ``count`` sequential runs of the mechanism with ``contract``; returns the entry."""
+        count = check_int("count", count, minimum=0)
+        return self._record(contract, label, count=count, groups=1, composition="sequential")
+
+    def spend_parallel(self, contract: PrivacyContract, label: str, groups) -> dict[str, Any]:
+        """Record one run on each of ``groups`` disjoint batches; costs as one run.
+
+        ``groups`` is the number of batches (int) or the batch index of every
+        record (an iterable; the distinct values are counted).  The caller
+        guarantees each record's batch is a function of that record alone
+        (see :func:`dpkit.privacy.composition.hash_partition`).
+        """
+        if isinstance(groups, bool):
+            raise ParameterError("groups", groups, "must be a number of batches or the batch of every record")
+        if isinstance(groups, int) or (hasattr(groups, "is_integer") and not hasattr(groups, "__iter__")):
+            n_groups = check_int("groups", groups, minimum=1)
+        elif isinstance(groups, Iterable):
+            distinct = {g.item() if hasattr(g, "item") else g for g in groups}
+            if not distinct:
+                raise ParameterError("groups", groups, "must name at least one batch")
+            n_groups = len(distinct)
+        else:
+            raise ParameterError("groups", groups, "must be a number of batches or the batch of every record")
+        return self._record(contract, label, count=1, groups=n_groups, composition="parallel")
+
+    def _record(self, contract: PrivacyContract, label: str, count: int, groups: int,
+                composition: str) -> dict[str, Any]:
+        if not isinstance(contract, PrivacyContract):
+            raise ParameterError("contract", contract, "must be a PrivacyContract (e.g. mechanism.contract)")
+        if not isinstance(label, str) or not label:
+            raise ParameterError("label", label, "must be a non-empty string saying what was run")
+        if self.entries and contract.neighbouring != self.neighbouring:
+            raise ParameterError("contract", contract.neighbouring,
+                                 f"neighbouring relation differs from the ledger's {self.neighbouring!r}")
+        if self.entries and contract.unit != self.unit:
+            raise ParameterError("contract", contract.unit, f"unit of privacy differs from the ledger's {self.unit!r}")
+        approx = contract.measure == "approx"
+        rho = 0.0 if approx else count * contract.rho()
+        entry = {
+            "label": label, "mechanism": contract.mechanism, "measure": contract.measure,
+            "neighbouring": contract.neighbouring, "unit": contract.unit, "count": count, "groups": groups,
+            "composition": composition, "rho": rho,
+            "epsilon": contract.epsilon if approx else None, "delta": contract.delta if approx else 0.0,
+            "contract": contract.to_dict(),
+        }
+        self._check_budget(rho, count * contract.epsilon if approx else 0.0,
+                           count * contract.delta if approx else 0.0, label)
+        self.entries.append(entry)
+        return entry
+
+    def would_exceed(self, contract: PrivacyContract, count: int = 1) -> bool:
+        """True when spending ``count`` runs of ``contract`` would break the budget."""
+        try:
+            approx = contract.measure == "approx"
+            self._check_budget(0.0 if approx else count * contract.rho(),
+                               count * contract.epsilon if approx else 0.0,
+                               count * contract.delta if approx else 0.0, "check")
+        except BudgetExceededError:
+            return True
+        return False
+
+    def _check_budget(self, rho: float, eps: float, delta: float, label: str) -> None:
+        new_rho = self.rho + rho
+        if self.budget_rho is not None and new_rho > self.budget_rho * (1 + _TOLERANCE):
+            raise BudgetExceededError(
+                f"spending {label!r} (rho={rho:.6g}) would bring the total to rho={new_rho:.6g}, "
+                f"over the budget rho={self.budget_rho:.6g} (spent so far {self.rho:.6g}); nothing was recorded")
+        if self.budget_epsilon is not None:
+            try:
+                total = self._epsilon(new_rho, self.approx_epsilon + eps, self.approx_delta + delta, self.delta)
+            except ParameterError:
+                total = math.inf
+            if total > self.budget_epsilon * (1 + _TOLERANCE):
+                raise BudgetExceededError(
+                    f"spending {label!r} would bring the total to epsilon={total:.6g} at delta={self.delta:.3g}, "
+                    f"over the budget epsilon={self.budget_epsilon:.6g}; nothing was recorded")
+
+    def remaining_rho(self) -> float | None:
+        """zCDP budget left (None without ``budget_rho``)."""
+        return None if self.budget_rho is None else max(0.0, self.budget_rho - self.rho)
+
+    # -- reporting and persistence ---------------------------------------
+    def table(self, delta: float | None = None) -> str:
+        """A plain-text table of entries and totals."""
+        delta = self.delta if delta is None else check_probability("delta", delta)
+        header = f"{'label':<32} {'mechanism':<28} {'measure':<13} {'count':>6} {'groups':>6} {'rho':>12}"
+        lines = [header, "-" * len(header)]
+        for e in self.entries:
+            cost = f"{e['rho']:.6g}" if e["measure"] != "approx" else f"({e['epsilon']:.3g},{e['delta']:.1g})"
+            lines.append(f"{e['label'][:32]:<32} {e['mechanism'][:28]:<28} {e['measure']:<13} "
+                         f"{e['count']:>6} {e['groups']:>6} {cost:>12}")
+        lines.append("-" * len(header))
+        lines.append(f"total rho = {self.rho:.6g}"
+                     + (f" (budget {self.budget_rho:.6g})" if self.budget_rho is not None else ""))
+        if delta is not None:
+            lines.append(f"total epsilon = {self.epsilon(delta):.6g} at delta = {delta:.3g} (tight conversion)"
+                         + (f" (budget {self.budget_epsilon:.6g})" if self.budget_epsilon is not None else ""))
+        if self.entries:
+            lines.append(f"neighbouring: {self.neighbouring}; unit of privacy: {self.unit}")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.table()
+
+    def to_dict(self) -> dict[str, Any]:
+        data = {"budget_rho": self.budget_rho, "budget_epsilon": self.budget_epsilon, "delta": self.delta,
+                "neighbouring": self.neighbouring, "unit": self.unit, "rho": self.rho,
+                "entries": self.entries}
+        if self.delta is not None:
+            data["epsilon"] = self.epsilon(self.delta)
+        return data
+
+    def save(self, path: str | os.PathLike) -> Path:
+        """Write the ledger as JSON (atomically); returns the path."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(path.suffix + ".tmp")
+        tmp.write_text(json.dumps(self.to_dict(), indent=2, sort_keys=True))
+        tmp.replace(path)
+        return path
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "PrivacyLedger":
+        """Rebuild a ledger, re-deriving every cost from the stored contracts (so edits are caught)."""
+        ledger = cls(data.get("budget_rho"), data.get("budget_epsilon"), data.get("delta"))
+        for e in data.get("entries", []):
+            contract = PrivacyContract.from_dict(e["contract"])
+            if e["composition"] == "parallel":
+                entry = ledger.spend_parallel(contract, e["label"], int(e["groups"]))
+            else:
+                entry = ledger.spend(contract, e["label"], int(e["count"]))
+            if not math.isclose(entry["rho"], e["rho"], rel_tol=1e-9, abs_tol=1e-15):
+                raise ParameterError("ledger", e["label"], f"stored rho {e['rho']!r} does not match its contract "
+                                     f"({entry['rho']!r})")
+        return ledger
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> "PrivacyLedger":
+        path = Path(path)
+        if not path.is_file():
+            raise ParameterError("path", str(path), "must be an existing ledger JSON file")
+        return cls.from_dict(json.loads(path.read_text()))
