@@ -1,0 +1,81 @@
+"""One interface for text generation: the local model, OpenAI or Anthropic.
+
+>>> backend = get_backend()                      # local SmolLM2 (or $DPKIT_BACKEND)
+>>> backend.generate(Public("Name a colour."), max_new_tokens=8)   # doctest: +SKIP
+
+``get_backend(name, model, **opts)`` picks the implementation from ``name`` or
+the environment variable ``DPKIT_BACKEND`` (``local`` when unset) and the model
+from ``model`` or ``DPKIT_MODEL``. API keys come only from ``OPENAI_API_KEY`` /
+``ANTHROPIC_API_KEY``.
+
+Remote backends accept only :class:`Public` or :class:`Privatized` text (see
+:mod:`dpkit.backends.guard`); build prompts with :func:`compose_prompt`.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from dpkit.backends.base import Backend, GenerationParams
+from dpkit.backends.cache import ResponseCache, cache_key
+from dpkit.backends.guard import (PrivateTextError, Privatized, Public, compose_prompt,
+                                  require_sendable)
+from dpkit.backends.local import LocalBackend
+from dpkit.backends.remote import AnthropicBackend, OpenAIBackend, RemoteBackend
+from dpkit.backends.retry import BackendError, RetryPolicy
+from dpkit.validate import ParameterError
+
+BACKENDS: dict[str, type[Backend]] = {
+    "local": LocalBackend,
+    "openai": OpenAIBackend,
+    "anthropic": AnthropicBackend,
+}
+
+__all__ = [
+    "AnthropicBackend", "Backend", "BackendError", "GenerationParams", "LocalBackend",
+    "OpenAIBackend", "PrivateTextError", "Privatized", "Public", "RemoteBackend",
+    "ResponseCache", "RetryPolicy", "compose_prompt", "default_cache", "get_backend",
+    "require_sendable", "cache_key",
+]
+
+
+def default_cache() -> ResponseCache:
+    """The shared response cache under :func:`dpkit.runtime.cache_dir` (``responses/``)."""
+    from dpkit import runtime
+
+    return ResponseCache(runtime.cache_dir() / "responses")
+
+
+def _resolve_cache(cache: Any) -> ResponseCache | None:
+    if cache is True:
+        return default_cache()
+    if cache is False or cache is None:
+        return None
+    if isinstance(cache, ResponseCache):
+        return cache
+    if isinstance(cache, (str, os.PathLike)):
+        return ResponseCache(Path(cache))
+    raise ParameterError("cache", cache, "must be True (default cache), False/None, a folder or a ResponseCache")
+
+
+def get_backend(name: str | None = None, model: str | None = None, *, cache: Any = True,
+                **opts: Any) -> Backend:
+    """Build a backend.
+
+    ``name``: ``"local"``, ``"openai"`` or ``"anthropic"``; ``None`` reads
+    ``DPKIT_BACKEND`` (default ``"local"``). ``model``: ``None`` reads
+    ``DPKIT_MODEL``, else the backend's default (bundled SmolLM2 locally).
+    ``cache``: ``True`` for the shared on-disk response cache, ``False``/``None``
+    for none, or a folder / :class:`ResponseCache`. Other options go to the class:
+    local -- ``device``, ``batch_size``, ``strict``; remote -- ``base_url``,
+    ``timeout``, ``retry``, ``concurrency``, ``retry_seed``.
+    """
+    if name is None:
+        name = os.environ.get("DPKIT_BACKEND") or "local"
+    if name not in BACKENDS:
+        raise ParameterError("name", name, f"must be one of {sorted(BACKENDS)} (or set DPKIT_BACKEND)")
+    if model is None:
+        model = os.environ.get("DPKIT_MODEL") or None
+    return BACKENDS[name](model, cache=_resolve_cache(cache), **opts)

@@ -1,0 +1,170 @@
+"""The generation interface shared by the local model and the API models.
+
+``backend.generate(prompt, ...) -> str`` and ``backend.generate_batch(prompts, ...)
+-> list[str]``; a prompt is a string or a list of chat messages
+(``{"role": "system"|"user"|"assistant", "content": text}``).
+
+Every request goes through the same steps, in this order:
+
+1. arguments are validated (:mod:`dpkit.validate`);
+2. the privatized-text guard (:mod:`dpkit.backends.guard`): remote backends
+   refuse any content that is not ``Public`` or ``Privatized`` -- all prompts of
+   a batch are checked before the first one is sent;
+3. the response cache is consulted (key: backend, model, messages, parameters);
+4. only the misses are generated, then stored in the cache.
+
+A backend also keeps a tally of the provenance of the privatized text it was
+given (:meth:`Backend.describe`), so a run manifest can state what reached a model.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from abc import ABC, abstractmethod
+from dataclasses import asdict, dataclass
+from typing import Any, Sequence
+
+from dpkit.backends.cache import ResponseCache, cache_key
+from dpkit.backends.guard import (Privatized, Public, PromptLike, normalize_messages, plain,
+                                  require_sendable)
+from dpkit.validate import ParameterError, check_int, check_positive
+
+
+@dataclass(frozen=True)
+class GenerationParams:
+    """Decoding settings; all of them are part of the cache key."""
+
+    max_new_tokens: int = 64
+    temperature: float = 0.0
+    top_p: float | None = None
+    seed: int = 0
+
+    @classmethod
+    def checked(cls, max_new_tokens: int = 64, temperature: float = 0.0,
+                top_p: float | None = None, seed: int = 0) -> "GenerationParams":
+        max_new_tokens = check_int("max_new_tokens", max_new_tokens, minimum=1)
+        temperature = check_positive("temperature", temperature, allow_zero=True)
+        if top_p is not None:
+            top_p = check_positive("top_p", top_p)
+            if top_p > 1:
+                raise ParameterError("top_p", top_p, "must lie in (0, 1]")
+        seed = check_int("seed", seed, minimum=0)
+        return cls(max_new_tokens, temperature, top_p, seed)
+
+
+class Backend(ABC):
+    """A text generator. Subclasses implement :meth:`_generate` on plain chat messages."""
+
+    #: short name used by :func:`dpkit.backends.get_backend` and in cache keys
+    name: str = "backend"
+    #: True when text leaves this process (then only Public/Privatized text is accepted)
+    remote: bool = True
+
+    def __init__(self, model: str, cache: ResponseCache | None = None):
+        self.model = model
+        self.cache = cache
+        self.requests = 0          # prompts actually generated (cache misses)
+        self._lock = threading.Lock()
+        self._sent: dict[str, dict] = {}
+        self._public_only = 0
+        self._unmarked = 0
+
+    # ----------------------------------------------------------------- public
+    def generate(self, prompt: PromptLike, *, max_new_tokens: int = 64, temperature: float = 0.0,
+                 top_p: float | None = None, seed: int = 0, system: str | None = None) -> str:
+        """One completion for ``prompt`` (see :meth:`generate_batch`)."""
+        if not isinstance(prompt, str) and not isinstance(prompt, Sequence):
+            raise ParameterError("prompt", prompt, "must be a string or a list of chat messages")
+        return self.generate_batch([prompt], max_new_tokens=max_new_tokens, temperature=temperature,
+                                   top_p=top_p, seed=seed, system=system)[0]
+
+    def generate_batch(self, prompts: Sequence[PromptLike], *, max_new_tokens: int = 64,
+                       temperature: float = 0.0, top_p: float | None = None, seed: int = 0,
+                       system: str | None = None) -> list[str]:
+        """One completion per prompt, in order.
+
+        ``temperature=0`` asks for greedy decoding; ``seed`` fixes sampling where
+        the backend supports it. A remote backend raises
+        :class:`~dpkit.backends.guard.PrivateTextError` before sending anything if
+        any content (or ``system``) is not Public/Privatized text.
+        """
+        if isinstance(prompts, str) or not isinstance(prompts, Sequence) or len(prompts) == 0:
+            raise ParameterError("prompts", prompts, "must be a non-empty list of prompts (use generate() for one)")
+        params = GenerationParams.checked(max_new_tokens, temperature, top_p, seed)
+        chats = [normalize_messages(p, system) for p in prompts]
+        provenance = [self._admit(chat) for chat in chats]
+        out: list[str | None] = [None] * len(chats)
+        keys: list[str | None] = [None] * len(chats)
+        if self.cache is not None:
+            for i, chat in enumerate(chats):
+                if self._cacheable(chat):
+                    keys[i] = cache_key(self.name, self.model, chat, asdict(params))
+                    out[i] = self.cache.get(keys[i])
+        missing = [i for i, text in enumerate(out) if text is None]
+        if missing:
+            texts = self._generate([plain(chats[i]) for i in missing], params)
+            if len(texts) != len(missing):
+                raise RuntimeError(f"{self.name} returned {len(texts)} texts for {len(missing)} prompts")
+            with self._lock:
+                self.requests += len(missing)
+            for i, text in zip(missing, texts):
+                out[i] = text
+                if keys[i] is not None:
+                    self.cache.put(keys[i], text, {"backend": self.name, "model": self.model,
+                                                   "params": asdict(params)})
+        for chat, prov in zip(chats, provenance):
+            self._tally(chat, prov)
+        return [str(t) for t in out]
+
+    def describe(self) -> dict[str, Any]:
+        """What a manifest should record: backend, model, and the provenance of what it was given."""
+        with self._lock:
+            privatized = [dict(v) for v in self._sent.values()]
+            public_only, unmarked = self._public_only, self._unmarked
+        return {
+            "backend": self.name,
+            "model": self.model,
+            "remote": self.remote,
+            "requests_generated": self.requests,
+            "cache": None if self.cache is None else str(self.cache.root),
+            "prompts_with_privatized_text": privatized,
+            "prompts_public_only": public_only,
+            "prompts_unmarked": unmarked,
+            **self._describe_extra(),
+        }
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(model={self.model!r})"
+
+    # ------------------------------------------------------------ to override
+    @abstractmethod
+    def _generate(self, chats: list[list[dict]], params: GenerationParams) -> list[str]:
+        """Generate one text per chat (plain-string messages), in order."""
+
+    def _describe_extra(self) -> dict[str, Any]:
+        return {}
+
+    def _admit(self, chat: list[dict]) -> list[dict] | None:
+        """Apply the guard: remote backends require marked text everywhere."""
+        if self.remote:
+            return require_sendable(chat, self.name)
+        return None
+
+    def _cacheable(self, chat: list[dict]) -> bool:
+        return True
+
+    # ---------------------------------------------------------------- helpers
+    def _tally(self, chat: list[dict], provenance: list[dict] | None) -> None:
+        contents = [m["content"] for m in chat]
+        with self._lock:
+            if any(isinstance(c, Privatized) for c in contents):
+                for p in (provenance if provenance is not None else
+                          [q for c in contents if isinstance(c, Privatized) for q in c.provenance]):
+                    key = json.dumps(p, sort_keys=True, default=str)
+                    entry = self._sent.setdefault(key, {**p, "prompts": 0})
+                    entry["prompts"] += 1
+            elif all(isinstance(c, Public) for c in contents):
+                self._public_only += 1
+            else:
+                self._unmarked += 1

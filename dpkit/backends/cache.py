@@ -1,0 +1,70 @@
+"""An on-disk response cache: the same request never costs twice.
+
+The key is the SHA-256 of a canonical JSON of (backend, model, chat messages,
+generation parameters), so any change in any of them is a different entry.
+Entries are one small JSON file each (``<root>/<2 hex>/<64 hex>.json``), written
+atomically (temporary file + rename), so a crash never leaves a half-written
+entry and several processes may share one cache. An entry holds the response
+text and the backend/model/parameters -- never the prompt, never an API key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+
+def cache_key(backend: str, model: str, messages: Sequence[Mapping[str, Any]],
+              params: Mapping[str, Any]) -> str:
+    """Hex SHA-256 of the canonical request description."""
+    payload = {
+        "v": 1,
+        "backend": backend,
+        "model": model,
+        "messages": [{"role": m["role"], "content": str(m["content"])} for m in messages],
+        "params": dict(params),
+    }
+    blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+class ResponseCache:
+    """Responses stored under ``root``; :meth:`get` returns ``None`` on a miss."""
+
+    def __init__(self, root: str | os.PathLike):
+        self.root = Path(root)
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.hits = 0
+        self.misses = 0
+
+    def _path(self, key: str) -> Path:
+        return self.root / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> str | None:
+        path = self._path(key)
+        try:
+            entry = json.loads(path.read_text(encoding="utf-8"))
+        except (FileNotFoundError, json.JSONDecodeError, UnicodeDecodeError):
+            self.misses += 1
+            return None
+        self.hits += 1
+        return entry["text"]
+
+    def put(self, key: str, text: str, meta: Mapping[str, Any] | None = None) -> None:
+        path = self._path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        entry = {"text": str(text), **(dict(meta) if meta else {})}
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(entry, handle, ensure_ascii=False)
+        os.replace(tmp, path)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self.root.glob("??/*.json"))
+
+    def __repr__(self) -> str:
+        return f"ResponseCache({str(self.root)!r})"
