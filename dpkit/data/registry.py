@@ -1,0 +1,30 @@
+"""Load any data set by name: ``load_dataset("medical", n_classes=5, seed=0)``."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from .dataset import Dataset
+from .health_tweets import load_health_tweets
+from .medical import load_medical_specialties
+from .news import load_news_articles
+from .rotten_tomatoes import load_rotten_tomatoes
+from ..validate import ParameterError
+
+LOADERS: dict[str, Callable[..., Dataset]] = {
+    "medical": load_medical_specialties,
+    "rotten_tomatoes": load_rotten_tomatoes,
+    "health_tweets": load_health_tweets,
+    "news": load_news_articles,
+}
+#: Data sets whose records are private (the unit of privacy is one of their texts).
+PRIVATE = ("medical", "rotten_tomatoes", "health_tweets")
+#: The public corpus, disjoint from every private data set.
+PUBLIC = ("news",)
+
+
+def load_dataset(name: str, **kwargs) -> Dataset:
+    """The data set ``name`` (one of :data:`LOADERS`), its loader called with ``kwargs``."""
+    if name not in LOADERS:
+        raise ParameterError("name", name, f"must be one of {sorted(LOADERS)}")
+    return LOADERS[name](**kwargs)
