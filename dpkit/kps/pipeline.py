@@ -1,0 +1,193 @@
+"""Per-class DP-KPS: one shared private vocabulary, one DP-KDE family per class, a ledger.
+
+Privacy accounting (add/remove one document, pure DP):
+
+* the vocabulary histogram reads every document once: ``eps_voc``;
+* each class's DP-KDE (independent method) or ensemble (iterative method) reads only
+  that class's documents.  A document's class is a function of the document
+  alone, so the per-class releases act on disjoint parts of the data and compose
+  in parallel: the whole family costs ``eps_kde``, not ``n_classes * eps_kde``;
+* inside one class's ensemble the members read the same documents and compose
+  sequentially (``eps_kde`` split evenly, :mod:`dpkit.kps.ensembles`).
+
+Total: ``eps_voc + eps_kde``, recorded in a :class:`~dpkit.privacy.PrivacyLedger`
+(one ``spend`` for the vocabulary, one ``spend_parallel`` per KDE (member) over
+the classes).  Everything after the releases -- sequences, prompts, the LLM's
+texts -- is post-processing.
+
+Documented behaviours: documents with no in-vocabulary term add nothing to the
+histogram or to any KDE; a class none of whose documents contains a private
+vocabulary term still gets its (pure-noise) DP-KDE; an empty corpus, a class
+with no documents at all and labels outside ``label_names`` raise ParameterError.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+
+from dpkit.kps.ensembles import ENSEMBLES, KDEEnsemble, build_ensemble
+from dpkit.kps.kde import DPKDE, document_weights, kde_sketch, privatize_sketch
+from dpkit.kps.rff import RandomFourierFeatures
+from dpkit.kps.sequences import CHOICES, independent_sequences, iterative_sequences
+from dpkit.kps.vocabulary import PhraseMatcher, PrivateVocabulary, private_vocabulary
+from dpkit.privacy import PrivacyLedger
+from dpkit.validate import (ParameterError, check_choice, check_int, check_positive, check_rng,
+                            check_unit_norm)
+
+METHODS = ("independent", "iterative")
+
+
+@dataclass(frozen=True)
+class KPSConfig:
+    """Parameters of one DP-KPS run (defaults follow the paper where it states them)."""
+
+    eps_voc: float = 1.0
+    eps_kde: float = 5.0
+    S: int = 10                    # terms per document in the vocabulary histogram
+    N: int = 1000                  # private vocabulary size
+    L: int = 10                    # keyphrases per sequence
+    method: str = "independent"    # or "iterative"
+    ensemble: str = "logarithmic"  # iterative only: or "linear"
+    choice: str = "sample"         # iterative only: sample by score or take the best
+    n_features: int = 2048         # random Fourier features I
+    bandwidth: float = 1.0         # sigma_0 for single unit-norm embeddings
+    windows: str = "all"           # iterative only: which length-D windows of a document feed a member
+    distinct: bool = True          # iterative only: no repeated keyphrase within a sequence
+
+    def __post_init__(self):
+        check_positive("eps_voc", self.eps_voc)
+        check_positive("eps_kde", self.eps_kde)
+        check_int("S", self.S, minimum=1)
+        check_int("N", self.N, minimum=1)
+        check_int("L", self.L, minimum=1)
+        check_choice("method", self.method, METHODS)
+        check_choice("ensemble", self.ensemble, ENSEMBLES)
+        check_choice("choice", self.choice, CHOICES)
+        check_int("n_features", self.n_features, minimum=1)
+        check_positive("bandwidth", self.bandwidth)
+
+    @property
+    def epsilon(self) -> float:
+        return self.eps_voc + self.eps_kde
+
+
+@dataclass
+class KPSModel:
+    """What DP-KPS released: the vocabulary, its embeddings, per-class DP-KDEs, and the ledger."""
+
+    config: KPSConfig
+    vocabulary: PrivateVocabulary
+    embeddings: np.ndarray
+    label_names: list[str]
+    class_kdes: dict[int, DPKDE | KDEEnsemble]
+    ledger: PrivacyLedger
+    contracts: dict = field(default_factory=dict)
+
+    @property
+    def epsilon(self) -> float:
+        """The pure-DP guarantee at the configured budget: ``eps_voc + eps_kde``."""
+        return self.config.epsilon
+
+    def sequence_ids(self, label: int, n: int, rng: np.random.Generator) -> np.ndarray:
+        """``(n, L)`` keyphrase ids for class ``label`` (post-processing)."""
+        label = check_int("label", label, minimum=0, maximum=len(self.label_names) - 1)
+        cfg = self.config
+        if cfg.method == "independent":
+            return independent_sequences(self.class_kdes[label], self.embeddings, n, cfg.L, rng)
+        return iterative_sequences(self.class_kdes[label], self.embeddings, n, rng, choice=cfg.choice,
+                                   distinct=cfg.distinct)
+
+    def sequences(self, label: int, n: int, rng: np.random.Generator) -> list[list[str]]:
+        """``n`` keyphrase sequences (lists of terms) for class ``label``."""
+        return [[self.vocabulary.terms[i] for i in row] for row in self.sequence_ids(label, n, rng)]
+
+
+def document_keyphrases(texts: Sequence[str], matcher: PhraseMatcher) -> list[list[int]]:
+    """Each document's distinct private-vocabulary terms, in order of first appearance."""
+    return [matcher.first_terms(t, None, distinct=True) for t in texts]
+
+
+def _check_corpus(texts, labels, label_names) -> tuple[list[str], np.ndarray]:
+    if isinstance(texts, str):
+        raise ParameterError("texts", texts, "must be a sequence of documents, not one string")
+    texts = list(texts)
+    if not texts:
+        raise ParameterError("texts", texts, "must contain at least one document (empty corpus)")
+    labels = np.asarray(labels)
+    if labels.shape != (len(texts),):
+        raise ParameterError("labels", labels, f"must have one label per document ({len(texts)})")
+    if len(label_names) == 0:
+        raise ParameterError("label_names", label_names, "must name at least one class")
+    if not np.issubdtype(labels.dtype, np.integer) or labels.min() < 0 or labels.max() >= len(label_names):
+        raise ParameterError("labels", labels, f"must be integers in [0, {len(label_names)})")
+    counts = np.bincount(labels, minlength=len(label_names))
+    if (counts == 0).any():
+        empty = [label_names[i] for i in np.flatnonzero(counts == 0)]
+        raise ParameterError("labels", labels, f"every class needs documents; none for {empty}")
+    return texts, labels
+
+
+def fit_kps(texts: Sequence[str], labels: Sequence[int], label_names: Sequence[str],
+            public_vocabulary: Sequence[str] | PhraseMatcher, embedder, config: KPSConfig,
+            rng: np.random.Generator, ledger: PrivacyLedger | None = None) -> KPSModel:
+    """Run the private part of DP-KPS; spends ``eps_voc + eps_kde`` on ``ledger`` (a new one if None).
+
+    ``embedder`` maps a list of terms to unit-norm rows (``.encode``), e.g.
+    :func:`dpkit.models.embed.load_embedder`; it is public.
+    """
+    check_rng("rng", rng)
+    if not isinstance(config, KPSConfig):
+        raise ParameterError("config", config, "must be a KPSConfig")
+    texts, labels = _check_corpus(texts, labels, list(label_names))
+    ledger = PrivacyLedger() if ledger is None else ledger
+    n_classes = len(label_names)
+
+    vocab = private_vocabulary(texts, public_vocabulary, config.S, config.N, config.eps_voc, rng)
+    ledger.spend(vocab.contract, "kps: private vocabulary")
+    embeddings = check_unit_norm("embeddings", np.asarray(embedder.encode(vocab.terms), dtype=np.float64))
+    matcher = PhraseMatcher(vocab.terms)
+    keyphrases = document_keyphrases(texts, matcher)
+
+    kdes: dict[int, DPKDE | KDEEnsemble] = {}
+    for label in range(n_classes):
+        docs = [keyphrases[i] for i in np.flatnonzero(labels == label)]
+        if config.method == "independent":
+            kdes[label] = _single_kde(docs, embeddings, config, rng)
+        else:
+            kdes[label] = build_ensemble(docs, embeddings, config.L, config.eps_kde, rng,
+                                         ensemble=config.ensemble, n_features=config.n_features,
+                                         base_bandwidth=config.bandwidth, windows=config.windows)
+    first = kdes[0]
+    contracts = [first.contract] if isinstance(first, DPKDE) else first.contracts
+    for contract in contracts:
+        ledger.spend_parallel(contract, f"kps: {contract.mechanism[:40]}", groups=n_classes)
+    return KPSModel(config, vocab, embeddings, list(label_names), kdes, ledger,
+                    {"vocabulary": vocab.contract, "kde": contracts})
+
+
+def _single_kde(docs: list[list[int]], embeddings: np.ndarray, config: KPSConfig,
+                rng: np.random.Generator) -> DPKDE:
+    """One DP-KDE over all single keyphrases of a class; each document's keyphrases share weight 1."""
+    features = RandomFourierFeatures(embeddings.shape[1], config.n_features, config.bandwidth, rng)
+    ids = [i for doc in docs for i in doc]
+    owners = [d for d, doc in enumerate(docs) for _ in doc]
+    exact = np.zeros(config.n_features)
+    if ids:
+        weights, _ = document_weights(owners, "mean")
+        exact = kde_sketch(embeddings[ids], features, weights)
+    return privatize_sketch(exact, features, config.eps_kde, rng, document_weight=1.0,
+                            label="independent, per_document=mean")
+
+
+def ledger_pure_epsilon(ledger: PrivacyLedger) -> float:
+    """Sum of the pure epsilons recorded in ``ledger`` (parallel entries count once): basic composition."""
+    total = 0.0
+    for entry in ledger.entries:
+        contract = entry["contract"]
+        if contract["measure"] != "pure":
+            raise ParameterError("ledger", entry["label"], "holds a non-pure entry; use ledger.epsilon(delta)")
+        total += entry["count"] * contract["epsilon"]
+    return total

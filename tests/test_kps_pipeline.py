@@ -1,0 +1,66 @@
+"""Per-class DP-KPS with a ledger (hash embedder: no model needed)."""
+
+import hashlib
+
+import numpy as np
+import pytest
+
+from dpkit.kps.pipeline import KPSConfig, fit_kps, ledger_pure_epsilon
+from dpkit.validate import ParameterError
+
+
+class HashEmbedder:
+    """Deterministic unit vectors from a hash of each text (stands in for MiniLM in unit tests)."""
+
+    def encode(self, texts):
+        rows = []
+        for t in texts:
+            seed = int.from_bytes(hashlib.sha256(t.encode()).digest()[:8], "little")
+            v = np.random.default_rng(seed).standard_normal(16)
+            rows.append(v / np.linalg.norm(v))
+        return np.array(rows)
+
+
+VOCAB = ["heart", "heart failure", "lung", "tooth", "gum", "enamel", "fracture", "bone", "skin", "rash"]
+TEXTS = (["heart failure with lung edema and heart murmur"] * 6 + ["tooth decay of the enamel and gum"] * 6
+         + ["bone fracture and skin rash"] * 6 + ["no known terms here"])
+LABELS = [0] * 6 + [1] * 6 + [2] * 7
+NAMES = ["cardio", "dental", "ortho"]
+
+
+@pytest.mark.parametrize("method, ensemble", [("independent", "logarithmic"), ("iterative", "logarithmic"),
+                                              ("iterative", "linear")])
+def test_ledger_records_eps_voc_plus_eps_kde(method, ensemble):
+    cfg = KPSConfig(eps_voc=1.0, eps_kde=5.0, S=3, N=8, L=4, method=method, ensemble=ensemble, n_features=64)
+    model = fit_kps(TEXTS, LABELS, NAMES, VOCAB, HashEmbedder(), cfg, np.random.default_rng(0))
+    assert ledger_pure_epsilon(model.ledger) == pytest.approx(6.0) == model.epsilon
+    members = 1 if method == "independent" else (4 if ensemble == "linear" else 2)
+    assert model.ledger.rho == pytest.approx(0.5 + members * (5.0 / members) ** 2 / 2)
+    assert all(e["groups"] == 3 for e in model.ledger.entries[1:])  # per-class parallel composition
+    for label in range(3):
+        seqs = model.sequences(label, 5, np.random.default_rng(label))
+        assert len(seqs) == 5 and all(len(s) == 4 and set(s) <= set(model.vocabulary.terms) for s in seqs)
+
+
+def test_high_epsilon_sequences_follow_the_class():
+    cfg = KPSConfig(eps_voc=1e6, eps_kde=1e6, S=3, N=10, L=2, n_features=4096, bandwidth=0.5)
+    model = fit_kps(TEXTS, LABELS, NAMES, VOCAB, HashEmbedder(), cfg, np.random.default_rng(0))
+    dental = [t for s in model.sequences(1, 50, np.random.default_rng(1)) for t in s]
+    assert np.mean([t in ("tooth", "gum", "enamel") for t in dental]) > 0.8
+
+
+def test_bad_corpora():
+    cfg = KPSConfig(S=2, N=3, L=2, n_features=16)
+    rng = np.random.default_rng(0)
+    with pytest.raises(ParameterError, match="empty"):
+        fit_kps([], [], NAMES, VOCAB, HashEmbedder(), cfg, rng)
+    with pytest.raises(ParameterError, match="ortho"):
+        fit_kps(TEXTS[:12], LABELS[:12], NAMES, VOCAB, HashEmbedder(), cfg, rng)
+    with pytest.raises(ParameterError, match="labels"):
+        fit_kps(TEXTS, [5] * len(TEXTS), NAMES, VOCAB, HashEmbedder(), cfg, rng)
+    with pytest.raises(ParameterError, match="N"):
+        fit_kps(TEXTS, LABELS, NAMES, VOCAB, HashEmbedder(), KPSConfig(N=50), rng)
+    with pytest.raises(ParameterError, match="method"):
+        KPSConfig(method="beam")
+    with pytest.raises(ParameterError, match="eps_kde"):
+        KPSConfig(eps_kde=-1)
