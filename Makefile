@@ -37,7 +37,7 @@ book: $(STAMP)
 
 test: $(STAMP)
 	@echo "==> running the test suite"
-	$(VENV)/bin/python -m pytest
+	$(VENV)/bin/python -m pytest -n 2
 
 smoke: $(STAMP)
 	$(VENV)/bin/python -m pytest tests/test_notebooks.py
