@@ -1,0 +1,118 @@
+"""The privatized-text guard: marks, their loss on plain string operations, compose_prompt."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dpkit.backends import (LocalBackend, PrivateTextError, Privatized, Public, compose_prompt, get_backend,
+                            require_sendable)
+from dpkit.backends.guard import normalize_messages
+from dpkit.privacy import Laplace
+from dpkit.validate import ParameterError
+
+text = st.text(max_size=20)
+
+
+@settings(max_examples=50, deadline=None)
+@given(text, text)
+def test_concatenation_and_formatting_never_keep_a_mark(a, b):
+    for marked in (Public(a), Privatized(a, source="m")):
+        for combined in (marked + b, b + marked, marked + marked, f"{marked}", "{}".format(marked),
+                         marked[:], marked.upper(), " ".join([marked]), marked * 2, str(marked)):
+            assert type(combined) is str
+            with pytest.raises(PrivateTextError):
+                require_sendable([{"role": "user", "content": combined}], "openai")
+
+
+@settings(max_examples=50, deadline=None)
+@given(text, text)
+def test_compose_prompt_marks_by_its_most_private_field(a, b):
+    public = compose_prompt(Public("{x}|{y}"), x=Public(a), y=Public(b))
+    assert type(public) is Public and public == f"{a}|{b}"
+    private = compose_prompt(Public("{x}|{y}"), x=Public(a), y=Privatized(b, source="dp"))
+    assert type(private) is Privatized and private == f"{a}|{b}"
+    assert [p["source"] for p in private.provenance] == ["dp"]
+
+
+def test_compose_prompt_refuses_unmarked_pieces_and_bad_templates():
+    with pytest.raises(PrivateTextError, match="field 'x' is a plain str"):
+        compose_prompt(Public("{x}"), x="raw document")
+    with pytest.raises(PrivateTextError, match="field 'n' is a plain int"):
+        compose_prompt(Public("{n}"), n=3)
+    with pytest.raises(PrivateTextError, match="template must be Public"):
+        compose_prompt("{x}", x=Public("a"))
+    with pytest.raises(ParameterError, match="template"):
+        compose_prompt(Public("{missing}"), x=Public("a"))
+
+
+def test_privatized_carries_the_contract_and_needs_a_provenance():
+    mechanism = Laplace(1.0, epsilon=0.5, unit="document")
+    released = Privatized("12.3", contract=mechanism.contract)
+    (prov,) = released.provenance
+    assert prov["source"] == "Laplace" and prov["contract"]["epsilon"] == 0.5
+    assert prov["contract"]["unit"] == "document"
+    with pytest.raises(ParameterError, match="which mechanism produced it"):
+        Privatized("text")
+    with pytest.raises(ParameterError, match="already Privatized"):
+        Public(released)
+    joined = Public(", ").join_marked([Public("a"), released, Privatized("b", source="other")])
+    assert joined == "a, 12.3, b" and [p["source"] for p in joined.provenance] == ["Laplace", "other"]
+    assert pickle.loads(pickle.dumps(joined)).provenance == joined.provenance
+
+
+def test_remote_backends_refuse_plain_text_and_do_not_echo_it():
+    backend = get_backend("anthropic", cache=False)
+    secret = "Patient John Doe, HIV positive"
+    with pytest.raises(PrivateTextError) as info:
+        backend.generate(secret)
+    assert secret not in str(info.value) and "John" not in str(info.value)
+    chat = [{"role": "user", "content": Public("ok")}, {"role": "assistant", "content": secret}]
+    with pytest.raises(PrivateTextError, match="message 1 \\(assistant\\)"):
+        backend.generate(chat)
+
+
+def test_local_backend_accepts_private_text_unless_strict():
+    lm = _EchoLM()
+    relaxed = LocalBackend(lm=lm)
+    assert relaxed.generate("private note", max_new_tokens=3) == "echo:private note"
+    strict = LocalBackend(lm=lm, strict=True)
+    with pytest.raises(PrivateTextError, match="local \\(strict\\)"):
+        strict.generate("private note")
+    assert strict.generate(Public("public note")) == "echo:public note"
+    assert relaxed.describe()["prompts_unmarked"] == 1
+
+
+def test_unmarked_local_prompts_are_never_cached(tmp_path):
+    lm = _EchoLM()
+    backend = LocalBackend(lm=lm, cache=get_backend("local", cache=tmp_path).cache)
+    backend.generate_batch(["private", Public("public")])
+    backend.generate_batch(["private", Public("public")])
+    assert lm.calls == [2, 1]            # only the public prompt came from the cache
+    assert len(backend.cache) == 1
+
+
+def test_message_validation():
+    with pytest.raises(ParameterError, match="role"):
+        normalize_messages([{"role": "tool", "content": "x"}])
+    with pytest.raises(ParameterError, match="prompt"):
+        normalize_messages([])
+    with pytest.raises(ParameterError, match="name"):
+        get_backend("gemini")
+
+
+class _EchoLM:
+    """Stands in for LocalLM in plumbing tests (the real model is tested in test_backends_local)."""
+
+    name = "echo"
+    device = "cpu"
+
+    def __init__(self):
+        self.calls: list[int] = []
+
+    def generate(self, chats, **kw):
+        self.calls.append(len(chats))
+        return ["echo:" + chat[-1]["content"] for chat in chats]

@@ -1,0 +1,269 @@
+"""The OpenAI and Anthropic backends against a real HTTP server on 127.0.0.1.
+
+The official clients are used unmodified (``base_url`` points at the server);
+the server answers with each API's request/response shapes and can be scripted
+to return 429/529/400 or to stall past the client's timeout.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from dpkit.backends import (AnthropicBackend, BackendError, OpenAIBackend, PrivateTextError, Privatized,
+                            Public, ResponseCache, RetryPolicy, compose_prompt, get_backend)
+from dpkit.validate import ParameterError
+
+FAKE_KEY = "sk-test-0123456789abcdef-SECRET"
+
+
+class FakeAPI:
+    """State shared by the handler threads: a script of failures and a log of requests."""
+
+    def __init__(self):
+        self.script: list[tuple] = []      # consumed one per request: ("status", code, retry_after) | ("stall", s)
+        self.requests: list[dict] = []
+        self.lock = threading.Lock()
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.delay = 0.0
+
+    def next_action(self):
+        with self.lock:
+            return self.script.pop(0) if self.script else None
+
+
+def _openai_body(request: dict) -> dict:
+    last = request["messages"][-1]["content"]
+    text = f"openai:{request['model']}:{last}:seed={request.get('seed')}"
+    return {"id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": request["model"],
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                         "finish_reason": "stop", "logprobs": None}],
+            "usage": {"prompt_tokens": 3, "completion_tokens": 3, "total_tokens": 6}}
+
+
+def _anthropic_body(request: dict) -> dict:
+    last = request["messages"][-1]["content"]
+    text = f"anthropic:{request['model']}:{last}:system={request.get('system')}"
+    return {"id": "msg_1", "type": "message", "role": "assistant", "model": request["model"],
+            "content": [{"type": "text", "text": text}], "stop_reason": "end_turn", "stop_sequence": None,
+            "usage": {"input_tokens": 3, "output_tokens": 3}}
+
+
+def _error_body(path: str, code: int) -> dict:
+    kind = {429: "rate_limit_error", 529: "overloaded_error", 400: "invalid_request_error"}.get(code, "api_error")
+    if path.endswith("/messages"):
+        return {"type": "error", "error": {"type": kind, "message": f"scripted {code}"}}
+    return {"error": {"message": f"scripted {code}", "type": kind, "code": None, "param": None}}
+
+
+def make_handler(api: FakeAPI):
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args):  # keep test output clean
+            pass
+
+        def _send(self, code: int, body: dict, headers: dict | None = None):
+            data = json.dumps(body).encode()
+            try:
+                self.send_response(code)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                for k, v in (headers or {}).items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(data)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client gave up (timeout test)
+
+        def do_POST(self):
+            length = int(self.headers.get("content-length", 0))
+            request = json.loads(self.rfile.read(length))
+            with api.lock:
+                api.requests.append({"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()}, "json": request})
+                api.in_flight += 1
+                api.max_in_flight = max(api.max_in_flight, api.in_flight)
+            try:
+                action = api.next_action()
+                if api.delay:
+                    time.sleep(api.delay)
+                if action and action[0] == "stall":
+                    time.sleep(action[1])
+                elif action and action[0] == "status":
+                    headers = {"retry-after": str(action[2])} if action[2] is not None else {}
+                    headers["x-should-retry"] = "false"  # the client must not retry by itself
+                    return self._send(action[1], _error_body(self.path, action[1]), headers)
+                if self.path.endswith("/chat/completions"):
+                    return self._send(200, _openai_body(request))
+                if self.path.endswith("/messages"):
+                    return self._send(200, _anthropic_body(request))
+                return self._send(404, {"error": {"message": "no such route"}})
+            finally:
+                with api.lock:
+                    api.in_flight -= 1
+
+    return Handler
+
+
+@pytest.fixture
+def api(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", FAKE_KEY)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    state = FakeAPI()
+    server = ThreadingHTTPServer(("127.0.0.1", 0), make_handler(state))
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    state.port = server.server_address[1]
+    yield state
+    server.shutdown()
+    server.server_close()
+
+
+FAST = RetryPolicy(max_retries=3, base_delay=0.01, max_delay=0.05)
+
+
+def openai_backend(api, **kw):
+    kw.setdefault("retry", FAST)
+    kw.setdefault("cache", None)
+    return OpenAIBackend("gpt-test", base_url=f"http://127.0.0.1:{api.port}/v1", **kw)
+
+
+def anthropic_backend(api, **kw):
+    kw.setdefault("retry", FAST)
+    kw.setdefault("cache", None)
+    return AnthropicBackend("claude-test", base_url=f"http://127.0.0.1:{api.port}", **kw)
+
+
+def test_openai_request_and_response_shapes(api):
+    backend = openai_backend(api)
+    text = backend.generate(Public("hello"), max_new_tokens=7, temperature=0.0, seed=3,
+                            system=Public("be brief"))
+    assert text == "openai:gpt-test:hello:seed=3"
+    (request,) = api.requests
+    assert request["path"] == "/v1/chat/completions"
+    assert request["headers"]["authorization"] == f"Bearer {FAKE_KEY}"
+    body = request["json"]
+    assert body["model"] == "gpt-test"
+    assert body["messages"] == [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hello"}]
+    assert body["max_completion_tokens"] == 7 and body["temperature"] == 0.0 and body["seed"] == 3
+
+
+def test_anthropic_request_and_response_shapes(api):
+    backend = anthropic_backend(api)
+    chat = [{"role": "system", "content": Public("sys")}, {"role": "user", "content": Public("hi")}]
+    assert backend.generate(chat, max_new_tokens=5) == "anthropic:claude-test:hi:system=sys"
+    (request,) = api.requests
+    assert request["path"] == "/v1/messages"
+    headers = request["headers"]
+    assert headers.get("x-api-key") == FAKE_KEY or headers.get("authorization") == f"Bearer {FAKE_KEY}"
+    body = request["json"]
+    assert body["max_tokens"] == 5 and body["system"] == "sys"
+    assert body["messages"] == [{"role": "user", "content": "hi"}]
+
+
+@pytest.mark.parametrize("make", [openai_backend, anthropic_backend])
+def test_rate_limit_then_success_waits_at_least_retry_after(api, make):
+    waits: list[float] = []
+    backend = make(api, sleep=waits.append, retry=RetryPolicy(max_retries=3, base_delay=0.01, max_delay=5))
+    api.script = [("status", 429, 2), ("status", 429, None)]
+    assert ":x:" in backend.generate(Public("x"))
+    assert backend.attempts == 3 and len(api.requests) == 3
+    assert waits[0] == 2.0                       # Retry-After honoured
+    assert 0.005 <= waits[1] <= 0.02             # second retry: jitter in [cap/2, cap], cap = 0.02
+
+
+def test_overloaded_529_is_retried_for_anthropic(api):
+    backend = anthropic_backend(api)
+    api.script = [("status", 529, None)]
+    assert backend.generate(Public("y")).startswith("anthropic:")
+    assert len(api.requests) == 2
+
+
+@pytest.mark.parametrize("make", [openai_backend, anthropic_backend])
+def test_timeout_then_success(api, make):
+    backend = make(api, timeout=0.3)
+    api.script = [("stall", 1.0)]
+    start = time.monotonic()
+    assert "z" in backend.generate(Public("z"))
+    assert backend.attempts == 2
+    assert time.monotonic() - start < 1.0        # the stalled request was abandoned at the timeout
+
+
+def test_timeouts_exhaust_retries_with_a_clear_error(api):
+    backend = openai_backend(api, timeout=0.2, retry=RetryPolicy(max_retries=1, base_delay=0.01, max_delay=0.01))
+    api.script = [("stall", 0.6), ("stall", 0.6)]
+    with pytest.raises(BackendError, match="after 2 attempts.*Timeout"):
+        backend.generate(Public("slow"))
+
+
+def test_non_retryable_error_fails_at_once_without_leaking_the_key(api):
+    backend = openai_backend(api)
+    api.script = [("status", 400, None)]
+    with pytest.raises(BackendError, match="non-retryable.*HTTP 400") as info:
+        backend.generate(Public("bad"))
+    assert len(api.requests) == 1
+    assert FAKE_KEY not in str(info.value) and FAKE_KEY not in repr(backend)
+    assert FAKE_KEY not in json.dumps(backend.describe())
+
+
+def test_concurrency_limit_and_order(api):
+    api.delay = 0.1
+    backend = openai_backend(api, concurrency=2)
+    prompts = [Public(f"p{i}") for i in range(6)]
+    out = backend.generate_batch(prompts)
+    assert out == [f"openai:gpt-test:p{i}:seed=0" for i in range(6)]
+    assert api.max_in_flight == 2
+
+
+def test_cache_makes_a_rerun_free_and_stores_no_prompt_or_key(api, tmp_path):
+    cache = ResponseCache(tmp_path / "cache")
+    first = openai_backend(api, cache=cache)
+    prompts = [Public("a"), Public("b")]
+    texts = first.generate_batch(prompts, seed=1)
+    assert len(api.requests) == 2
+    again = openai_backend(api, cache=cache)
+    assert again.generate_batch(prompts, seed=1) == texts
+    assert len(api.requests) == 2 and again.requests == 0        # served from disk
+    again.generate_batch(prompts, seed=2)                         # other parameters: new requests
+    assert len(api.requests) == 4
+    stored = "".join(p.read_text() for p in (tmp_path / "cache").rglob("*.json"))
+    assert FAKE_KEY not in stored and '"a"' not in stored
+
+
+def test_guard_refuses_plain_text_before_any_request(api):
+    backend = openai_backend(api)
+    with pytest.raises(PrivateTextError, match="plain str of 14 characters"):
+        backend.generate_batch([Public("fine"), "patient record"])
+    with pytest.raises(PrivateTextError):
+        backend.generate(Public("x"), system="plain system text")
+    with pytest.raises(PrivateTextError):
+        backend.generate(Public("a") + " and more")            # concatenation drops the mark
+    assert api.requests == []
+
+
+def test_privatized_provenance_reaches_the_description(api):
+    backend = anthropic_backend(api)
+    seeds = Privatized("fever; cough", source="dpkps.keyphrases", note="eps=1")
+    prompt = compose_prompt(Public("Write a note about: {k}"), k=seeds)
+    backend.generate(prompt)
+    backend.generate(Public("public only"))
+    described = backend.describe()
+    assert described["prompts_with_privatized_text"] == [
+        {"source": "dpkps.keyphrases", "contract": None, "note": "eps=1", "prompts": 1}]
+    assert described["prompts_public_only"] == 1 and described["prompts_unmarked"] == 0
+    assert api.requests[0]["json"]["messages"][0]["content"] == "Write a note about: fever; cough"
+
+
+def test_missing_key_and_key_argument_are_refused(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    backend = get_backend("openai", cache=False)
+    with pytest.raises(BackendError, match="OPENAI_API_KEY"):
+        backend.generate(Public("x"))
+    with pytest.raises(ParameterError, match="environment variable ANTHROPIC_API_KEY") as info:
+        get_backend("anthropic", api_key="sk-should-not-be-echoed")
+    assert "sk-should-not-be-echoed" not in str(info.value)
