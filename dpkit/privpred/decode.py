@@ -1,0 +1,278 @@
+"""Decoding one batch of Algorithm 1 with the KV cache.
+
+:func:`decode_batch` runs the ``n`` private prompts of one batch and the public
+prompt as ONE left-padded batch of ``n + 1`` rows. The prompts are encoded once
+(prefill); afterwards each generated token costs exactly one forward pass of the
+model over the ``n + 1`` rows with a single new token per row, reusing the key /
+value cache -- the prefix is never re-encoded. The sampled token is appended to
+every row, so all rows continue the same synthetic text. When an example ends
+(``<eos>`` or ``max_new_tokens``) and the batch still has private-token budget,
+the cache is cropped back to the prompts and the next example starts from the
+cached prefill logits (no new prefill).
+
+At each step (see :mod:`dpkit.privpred.sampling` and :mod:`dpkit.privpred.svt`):
+
+1. optional candidate set: the public row's top-``k`` tokens (public data only);
+2. with SVT on, an AboveThreshold query on ``d(Z, z_pub)``; below the noisy
+   threshold a public token is drawn from ``softmax(z_pub / tau_public)``;
+3. otherwise a private token from ``softmax(zbar / tau)``, ``zbar`` the clipped
+   logits summed and divided by the EXPECTED batch size ``s``; the private token
+   counter ``t`` grows and a new AboveThreshold run starts.
+
+Decoding of the batch stops when ``t`` reaches the cap ``r`` (the guarantee is
+computed from ``r``, never from the tokens actually used), when
+``max_examples`` examples are done, or after ``max_steps`` tokens; the last
+example may then be incomplete (``complete=False``). All of these stopping rules
+depend on the released tokens and public constants only.
+
+Randomness: one ``numpy.random.Generator`` per batch; the model itself is
+deterministic, so the same seed and prompts give the same tokens.
+``use_cache=False`` re-encodes the whole prefix at every step (the approach of
+earlier work, kept only as a benchmark baseline): same tokens, more compute.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Callable, Sequence
+
+import numpy as np
+import torch
+
+from dpkit.privpred.clipping import top_k_indices
+from dpkit.privpred.sampling import sample_private_token, sample_public_token
+from dpkit.privpred.svt import check_svt_parameters, svt_gate, svt_step
+from dpkit.validate import ParameterError, check_int, check_positive
+
+
+@dataclass(frozen=True)
+class DecodeSettings:
+    """Public parameters of Algorithm 1 for one batch (validated on construction).
+
+    ``expected_batch_size`` s, ``clip`` c, ``temperature`` tau,
+    ``public_temperature`` tau_public, ``svt_threshold`` theta and ``svt_sigma``
+    sigma (theta ``None`` = SVT off: every token is private), ``top_k`` (None =
+    full vocabulary), ``max_private_tokens`` r (the cap the guarantee is computed
+    from), ``max_new_tokens`` per example, ``max_examples`` per batch (None = no
+    limit), ``max_steps`` tokens per batch (None = ``r * max_new_tokens``... i.e.
+    a generous bound, only relevant with SVT on).
+    """
+
+    expected_batch_size: float
+    clip: float
+    temperature: float
+    max_private_tokens: int
+    public_temperature: float = 1.5
+    svt_threshold: float | None = None
+    svt_sigma: float | None = None
+    top_k: int | None = None
+    max_new_tokens: int = 64
+    max_examples: int | None = None
+    max_steps: int | None = None
+
+    def __post_init__(self):
+        s = check_positive("expected_batch_size", self.expected_batch_size)
+        if s < 1:
+            raise ParameterError("expected_batch_size", self.expected_batch_size, "must be >= 1")
+        check_positive("clip", self.clip)
+        check_positive("temperature", self.temperature)
+        check_positive("public_temperature", self.public_temperature)
+        check_int("max_private_tokens", self.max_private_tokens, minimum=1)
+        check_int("max_new_tokens", self.max_new_tokens, minimum=1)
+        threshold, sigma = check_svt_parameters(self.svt_threshold, self.svt_sigma)
+        object.__setattr__(self, "svt_threshold", threshold)
+        object.__setattr__(self, "svt_sigma", sigma)
+        if self.top_k is not None:
+            check_int("top_k", self.top_k, minimum=1)
+        if self.max_examples is not None:
+            check_int("max_examples", self.max_examples, minimum=1)
+        if self.max_steps is not None:
+            check_int("max_steps", self.max_steps, minimum=1)
+
+    @property
+    def svt(self) -> bool:
+        return self.svt_threshold is not None
+
+    @property
+    def step_limit(self) -> int:
+        if self.max_steps is not None:
+            return int(self.max_steps)
+        per_example = self.max_new_tokens
+        examples = self.max_examples if self.max_examples is not None else self.max_private_tokens
+        return int(per_example * (examples if self.svt else min(examples, self.max_private_tokens)))
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class Example:
+    """One synthetic text: token ids, which were private, and whether it ended with <eos>."""
+
+    text: str
+    token_ids: list[int]
+    private: list[bool]
+    complete: bool
+
+    @property
+    def private_fraction(self) -> float:
+        return float(np.mean(self.private)) if self.private else 0.0
+
+
+@dataclass
+class BatchResult:
+    """What one batch released, with counts (for reports; the guarantee uses the cap r)."""
+
+    examples: list[Example] = field(default_factory=list)
+    private_tokens: int = 0
+    public_tokens: int = 0
+    forward_passes: int = 0
+    batch_size: int = 0
+    stopped_by: str = ""
+
+    def to_record(self) -> dict:
+        return {"examples": [asdict(e) for e in self.examples], "private_tokens": self.private_tokens,
+                "public_tokens": self.public_tokens, "forward_passes": self.forward_passes,
+                "batch_size": self.batch_size, "stopped_by": self.stopped_by}
+
+
+def _positions(mask: torch.Tensor) -> torch.Tensor:
+    pos = mask.long().cumsum(-1) - 1
+    return pos.masked_fill(mask == 0, 1)
+
+
+class _Prefix:
+    """Encoded prompts and the forward pass for the next token (cached or re-encoding)."""
+
+    def __init__(self, lm, texts: Sequence[str], use_cache: bool):
+        self.lm, self.use_cache = lm, use_cache
+        enc = lm.encode(list(texts))
+        self.ids, self.mask = enc["input_ids"], enc["attention_mask"]
+        self.prompt_len = int(self.ids.shape[1])
+        self.passes = 0
+        self._prefill()
+
+    @torch.inference_mode()
+    def _prefill(self):
+        pos = _positions(self.mask)
+        out = self.lm.model(input_ids=self.ids, attention_mask=self.mask, position_ids=pos,
+                            use_cache=self.use_cache, logits_to_keep=1)
+        self.passes += 1
+        self.prompt_logits = out.logits[:, -1, :].float()
+        self.cache = out.past_key_values if self.use_cache else None
+        self.restart()
+
+    def restart(self):
+        """Back to the end of the prompts (crop the cache; no new forward pass)."""
+        if self.cache is not None:
+            extra = int(self.cache.get_seq_length()) - self.prompt_len
+            if extra > 0:
+                self.cache.crop(-extra)
+        self.cur_ids, self.cur_mask = self.ids, self.mask
+        self.cur_pos = _positions(self.mask)[:, -1:]
+        self.logits = self.prompt_logits
+
+    @torch.inference_mode()
+    def advance(self, token: int):
+        rows = self.ids.shape[0]
+        new = torch.full((rows, 1), int(token), dtype=self.ids.dtype, device=self.ids.device)
+        self.cur_mask = torch.cat([self.cur_mask, torch.ones_like(new)], dim=1)
+        self.cur_pos = self.cur_pos + 1
+        if self.use_cache:
+            out = self.lm.model(input_ids=new, attention_mask=self.cur_mask, position_ids=self.cur_pos,
+                                past_key_values=self.cache, use_cache=True)
+        else:
+            self.cur_ids = torch.cat([self.cur_ids, new], dim=1)
+            out = self.lm.model(input_ids=self.cur_ids, attention_mask=self.cur_mask,
+                                position_ids=_positions(self.cur_mask), use_cache=False, logits_to_keep=1)
+        self.passes += 1
+        self.logits = out.logits[:, -1, :].float()
+
+
+def decode_batch(lm, private_texts: Sequence[str], public_text: str, settings: DecodeSettings,
+                 rng: np.random.Generator, *, use_cache: bool = True,
+                 on_example: Callable[[Example], None] | None = None) -> BatchResult:
+    """Run Algorithm 1's inner loops on one batch; ``private_texts`` and ``public_text`` are rendered prompts.
+
+    ``lm`` is a :class:`~dpkit.models.lm.LocalLM` (private prompts never leave
+    the process). Raises :class:`ParameterError` for an empty batch or prompts
+    that do not fit the model's context together with ``max_new_tokens``.
+    """
+    if not isinstance(settings, DecodeSettings):
+        raise ParameterError("settings", settings, "must be a DecodeSettings")
+    if not isinstance(rng, np.random.Generator):
+        raise ParameterError("rng", rng, "must be a numpy.random.Generator")
+    if isinstance(private_texts, str) or len(private_texts) == 0:
+        raise ParameterError("private_texts", private_texts, "the batch is empty: give at least one private prompt")
+    if not isinstance(public_text, str) or not public_text:
+        raise ParameterError("public_text", public_text, "must be a non-empty rendered prompt")
+    n = len(private_texts)
+    prefix = _Prefix(lm, list(private_texts) + [public_text], use_cache)
+    if prefix.prompt_len + settings.max_new_tokens > lm.context_length:
+        raise ParameterError("max_new_tokens", settings.max_new_tokens,
+                             f"prompts of {prefix.prompt_len} tokens plus max_new_tokens exceed the model's "
+                             f"context of {lm.context_length} tokens")
+    eos = set(lm.eos_token_ids)
+    s, c, tau = settings.expected_batch_size, settings.clip, settings.temperature
+    gate = svt_gate(settings.svt_threshold, settings.svt_sigma, s) if settings.svt else None
+    session = gate.session(rng) if gate is not None else None
+
+    result = BatchResult(batch_size=n)
+    tokens: list[int] = []
+    private_flags: list[bool] = []
+    steps = 0
+
+    def finish(complete: bool):
+        ex = Example(lm.tokenizer.decode(tokens, skip_special_tokens=True).strip(), list(tokens),
+                     list(private_flags), complete)
+        result.examples.append(ex)
+        if on_example is not None:
+            on_example(ex)
+        tokens.clear()
+        private_flags.clear()
+
+    while True:
+        logits = prefix.logits
+        private_z, public_z = logits[:n], logits[n]
+        allowed = top_k_indices(public_z, settings.top_k) if settings.top_k else None
+        is_private = True
+        if session is not None:
+            is_private, _ = svt_step(private_z, public_z, s, session)
+        if is_private:
+            token = int(sample_private_token(private_z, c, s, tau, rng, allowed=allowed))
+            result.private_tokens += 1
+            if session is not None:
+                session = gate.session(rng)  # fresh threshold noise after each private token
+        else:
+            token = int(sample_public_token(public_z, settings.public_temperature, rng, allowed=allowed))
+            result.public_tokens += 1
+        steps += 1
+        ended = token in eos
+        if not ended:
+            tokens.append(token)
+            private_flags.append(is_private)
+        if ended or len(tokens) >= settings.max_new_tokens:
+            finish(complete=ended)
+            if result.private_tokens >= settings.max_private_tokens:
+                result.stopped_by = "private-token cap r"
+                break
+            if settings.max_examples is not None and len(result.examples) >= settings.max_examples:
+                result.stopped_by = "max_examples"
+                break
+            if steps >= settings.step_limit:
+                result.stopped_by = "max_steps"
+                break
+            prefix.restart()
+            continue
+        if result.private_tokens >= settings.max_private_tokens:
+            finish(complete=False)
+            result.stopped_by = "private-token cap r"
+            break
+        if steps >= settings.step_limit:
+            finish(complete=False)
+            result.stopped_by = "max_steps"
+            break
+        prefix.advance(token)
+    result.forward_passes = prefix.passes
+    return result

@@ -1,0 +1,110 @@
+"""Prompts as data: the shapes of Appendix F.2 of {cite}`amin2024private`.
+
+A :class:`PromptTemplate` holds the user message with a ``{label}`` and an
+``{example}`` slot, the text that stands in for the example in the PUBLIC
+prompt, and the start of the assistant's answer (``"Text:"``). The private
+prompt of a record puts the record into ``{example}``; the public prompt of a
+label puts ``public_example`` there -- it is built from the label name and the
+template alone, never from private data, so it may be decoded freely and its
+logits drive the sparse-vector test and the top-k restriction.
+
+Rendering goes through the model's chat template (:meth:`LocalLM.chat`) and
+appends ``answer_prefix``, so decoding continues right after ``"Text:"``.
+``answer_prefix`` text that is part of the record (``"{"`` of a JSON object) is
+also kept in ``output_prefix`` and put back in front of every generated text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from dpkit.validate import ParameterError
+
+
+@dataclass(frozen=True)
+class PromptTemplate:
+    """A task's private and public prompt, as data (see the module docstring)."""
+
+    name: str
+    user: str
+    public_example: str
+    answer_prefix: str
+    output_prefix: str = ""
+    public_user: str | None = None
+
+    def _label(self, label: str | None) -> str:
+        if "{label}" in self.user and not label:
+            raise ParameterError("label", label, f"template {self.name!r} needs a label name")
+        return label or ""
+
+    def private_message(self, example: str, label: str | None = None) -> str:
+        """The user message of one private prompt (it contains the sensitive example)."""
+        if not isinstance(example, str) or not example.strip():
+            raise ParameterError("example", example, "must be a non-empty string")
+        return self.user.format(label=self._label(label), example=example.strip())
+
+    def public_message(self, label: str | None = None) -> str:
+        """The user message of the public prompt (no private data)."""
+        template = self.public_user if self.public_user is not None else self.user
+        label = self._label(label)
+        return template.format(label=label, example=self.public_example.format(label=label))
+
+    def render(self, lm, message: str) -> str:
+        """Chat-render a user message for ``lm`` and open the assistant's answer."""
+        return lm.chat(message) + self.answer_prefix
+
+    def finish(self, generated: str) -> str:
+        """Put ``output_prefix`` back in front of a generated text."""
+        return self.output_prefix + generated
+
+
+SENTIMENT = PromptTemplate(
+    name="sentiment",
+    user="Here are texts with Sentiment: {label}.\n\nText: {example}\n\nPlease give me another one.",
+    public_example="<text of Sentiment: {label}>",
+    answer_prefix="Text:",
+)
+
+MEDICAL_QUESTIONS = PromptTemplate(
+    name="medical-questions",
+    user="Here are questions with Specialty: {label}.\n\nQuestion: {example}\n\nPlease give me another one.",
+    public_example="<question of Specialty: {label}>",
+    answer_prefix="Question:",
+)
+
+NEWS = PromptTemplate(
+    name="news",
+    user="Here are texts with News Type: {label}.\n\nText: {example}\n\nPlease give me another one.",
+    public_example="<text of News Type: {label}>",
+    answer_prefix="Text:",
+)
+
+JSON_RECORD = PromptTemplate(
+    name="json-record",
+    user="Here is a JSON record:\n\n{example}\n\nPlease give me another JSON record that complies with "
+         "the above schema.",
+    public_user="Here is the schema for a JSON record:\nSchema:\n\n{example}\n\nPlease give me another JSON "
+                "record that complies with the above schema.",
+    public_example="",  # filled with the schema text by :func:`json_template`
+    answer_prefix="```json\n{",
+    output_prefix="{",
+)
+
+TEMPLATES = {t.name: t for t in (SENTIMENT, MEDICAL_QUESTIONS, NEWS, JSON_RECORD)}
+DATASET_TEMPLATES = {"rotten_tomatoes": "sentiment", "medical": "medical-questions"}
+
+
+def json_template(schema_text: str) -> PromptTemplate:
+    """The JSON task with its public prompt showing ``schema_text`` in place of a record."""
+    if not isinstance(schema_text, str) or not schema_text.strip():
+        raise ParameterError("schema_text", schema_text, "must be a non-empty schema description")
+    return PromptTemplate(JSON_RECORD.name, JSON_RECORD.user, schema_text.replace("{", "{{").replace("}", "}}"),
+                          JSON_RECORD.answer_prefix, JSON_RECORD.output_prefix, JSON_RECORD.public_user)
+
+
+def get_template(name: str) -> PromptTemplate:
+    """A template by task name (``sentiment``, ``medical-questions``, ``news``, ``json-record``) or dataset name."""
+    name = DATASET_TEMPLATES.get(name, name)
+    if name not in TEMPLATES:
+        raise ParameterError("name", name, f"must be one of {sorted(TEMPLATES) + sorted(DATASET_TEMPLATES)}")
+    return TEMPLATES[name]

@@ -1,0 +1,113 @@
+"""One token of Algorithm 1: the exponential mechanism over clipped, averaged logits.
+
+:func:`sample_private_token` draws ``x ~ softmax(zbar / tau)`` with
+``zbar = (1/s) * sum_i clip_c(z_i)`` (Eq. 1 and line 13 of Algorithm 1 in
+{cite}`amin2024private`), using the privacy core's Gumbel-max sampler so the
+draw happens in log space and is reproducible from the ``numpy`` Generator.
+
+Contract of one private token (Lemma 4 of the paper): neighbouring = add/remove
+one sensitive prompt of the batch; unit = one prompt; sensitivity of ``zbar``
+= ``c/s`` (sup norm); the draw is the exponential mechanism with
+epsilon = ``2c/(s tau)`` in the bounded-range sense, hence pure
+``2c/(s tau)``-DP and ``(c/(s tau))^2 / 2``-zCDP.
+
+Restricting the candidates to ``allowed`` tokens (e.g. the public prompt's
+top-k) keeps this guarantee as long as the set is chosen without looking at the
+private prompts: the mechanism is then an exponential mechanism over a smaller,
+public output range, and its utility still has sensitivity ``c/s``.
+
+Vectorized: ``logits`` may be ``(n_prompts, vocab)`` or ``(..., n_prompts, vocab)``
+and ``size`` draws independent samples (as the privacy core's sampler does).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dpkit.privpred.clipping import (Denominator, aggregate_logits, aggregate_sensitivity,
+                                     clip_and_recenter, restrict_to)
+from dpkit.validate import ParameterError, check_positive
+
+
+def _gumbel_max_sample(log_weights, rng, size=None):
+    from dpkit.privacy import gumbel_max_sample
+
+    return gumbel_max_sample(log_weights, rng, size=size)
+
+
+def _check_rng(rng) -> np.random.Generator:
+    if not isinstance(rng, np.random.Generator):
+        raise ParameterError("rng", rng, "must be a numpy.random.Generator (randomness is passed in)")
+    return rng
+
+
+def private_log_weights(logits, clip: float, expected_batch_size: float, temperature: float,
+                        allowed=None, denominator: Denominator = "expected") -> np.ndarray:
+    """``clip -> aggregate -> / tau`` (optionally restricted): the log-weights the token is drawn from."""
+    temperature = check_positive("temperature", temperature)
+    agg = aggregate_logits(clip_and_recenter(logits, clip), expected_batch_size, denominator)
+    if type(agg).__module__.startswith("torch"):
+        agg = agg.detach().double().cpu().numpy()
+    weights = np.asarray(agg, dtype=np.float64) / temperature
+    if allowed is not None:
+        weights = restrict_to(weights, allowed)
+    return weights
+
+
+def sample_private_token(logits, clip: float, expected_batch_size: float, temperature: float,
+                         rng: np.random.Generator, *, allowed=None, denominator: Denominator = "expected",
+                         size=None):
+    """Draw token id(s) from ``softmax(zbar / tau)``; see the module docstring for the guarantee."""
+    _check_rng(rng)
+    weights = private_log_weights(logits, clip, expected_batch_size, temperature, allowed, denominator)
+    return _gumbel_max_sample(weights, rng, size=size)
+
+
+def sample_public_token(public_logits, temperature: float, rng: np.random.Generator, *, allowed=None,
+                        size=None):
+    """Draw from ``softmax(z_public / tau_public)``: touches no private data, costs nothing."""
+    _check_rng(rng)
+    temperature = check_positive("temperature", temperature)
+    z = public_logits
+    if type(z).__module__.startswith("torch"):
+        z = z.detach().double().cpu().numpy()
+    weights = np.asarray(z, dtype=np.float64) / temperature
+    if allowed is not None:
+        weights = restrict_to(weights, allowed)
+    return _gumbel_max_sample(weights, rng, size=size)
+
+
+def token_epsilon(clip: float, expected_batch_size: float, temperature: float) -> float:
+    """Pure-DP (and bounded-range) epsilon ``2c/(s tau)`` of one private token."""
+    return 2.0 * aggregate_sensitivity(clip, expected_batch_size) / check_positive("temperature", temperature)
+
+
+def token_rho(clip: float, expected_batch_size: float, temperature: float) -> float:
+    """zCDP cost ``(c/(s tau))^2 / 2`` of one private token (Lemma 4; eps^2/8 of the bounded range)."""
+    return token_epsilon(clip, expected_batch_size, temperature) ** 2 / 8.0
+
+
+def token_log_probabilities(logits, clip: float, expected_batch_size: float, temperature: float,
+                            denominator: Denominator = "expected", allowed=None) -> np.ndarray:
+    """Exact log-probabilities of the private-token distribution (for plots and audits)."""
+    w = private_log_weights(logits, clip, expected_batch_size, temperature, allowed, denominator)
+    top = np.max(w, axis=-1, keepdims=True)
+    return w - top - np.log(np.sum(np.exp(w - top), axis=-1, keepdims=True))
+
+
+def worst_case_log_ratio(batch_logits, extra_logits, clip: float, expected_batch_size: float,
+                         temperature: float, denominator: Denominator = "expected") -> float:
+    """Largest ``|log P(x | batch + extra) - log P(x | batch)|`` over tokens x.
+
+    ``batch_logits`` ``(n, vocab)`` and the neighbouring batch with one more
+    prompt whose logits are ``extra_logits`` ``(vocab,)``: the privacy loss of
+    one token actually realised by these logits. With ``denominator="expected"``
+    it never exceeds :func:`token_epsilon`.
+    """
+    batch = np.asarray(batch_logits, dtype=np.float64)
+    extra = np.asarray(extra_logits, dtype=np.float64)
+    if batch.ndim != 2 or extra.shape != batch.shape[-1:]:
+        raise ParameterError("extra_logits", extra, "must be one vector matching batch_logits (n, vocab)")
+    a = token_log_probabilities(batch, clip, expected_batch_size, temperature, denominator)
+    b = token_log_probabilities(np.vstack([batch, extra]), clip, expected_batch_size, temperature, denominator)
+    return float(np.max(np.abs(a - b)))
