@@ -133,6 +133,8 @@ class AuditResult:
 # ----------------------------------------------------------------------------- helpers
 
 def _jsonable(value):
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
     if isinstance(value, np.ndarray):
         return value.tolist()
     if isinstance(value, (tuple, list)):
