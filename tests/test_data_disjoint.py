@@ -1,0 +1,34 @@
+"""The public corpus (news articles) shares no text with the private data sets."""
+
+import re
+
+import pytest
+
+from dpkit.data import PRIVATE, load_dataset, load_news_articles
+
+SHINGLE = 8
+
+
+def _shingles(text: str) -> set:
+    words = re.findall(r"[^\W_]+", text.lower())
+    return set(zip(*(words[i:] for i in range(SHINGLE))))
+
+
+@pytest.fixture(scope="module")
+def news_shingles():
+    news = load_news_articles(min_words=0)
+    out = set()
+    for text in news.train_texts + news.test_texts:
+        out |= _shingles(text)
+    return out, set(news.train_texts + news.test_texts)
+
+
+@pytest.mark.parametrize("name", PRIVATE)
+def test_private_data_is_disjoint_from_public_news(name, news_shingles):
+    shingles, news_texts = news_shingles
+    ds = load_dataset(name, **({"n_classes": 20} if name == "medical" else {}))
+    texts = ds.train_texts + ds.test_texts
+    assert news_texts.isdisjoint(texts)
+    # an 8-word run in common happens only for stock phrases ("one of the year's best")
+    shared = [t for t in texts if _shingles(t) & shingles]
+    assert len(shared) <= 0.001 * len(texts), shared[:5]
