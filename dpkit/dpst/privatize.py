@@ -1,0 +1,270 @@
+"""DP-ST privatization of whole documents, in two variants with honest contracts.
+
+``variant="neighbourhood"`` -- the mechanism of {cite}`meisenbacher2025dpst`:
+each extracted triple is sent to its nearest centroid's neighbourhood and
+replaced there by the exponential mechanism at ``epsilon / n`` (``n`` = number
+of triples of the document). Its contract is *relaxed*: epsilon-DP only between
+two documents with the same number of triples whose triples lie, position by
+position, in the same neighbourhoods. The neighbourhoods and the triple count
+themselves are released without protection (:mod:`dpkit.dpst.guarantee`).
+
+``variant="document"`` -- our variant with a document-level guarantee: a fixed
+number ``slots`` of triple slots. The document's first ``slots`` triples fill
+them, public triples drawn uniformly from the corpus (independently of the
+text) pad the rest. For each slot a neighbourhood is drawn by an exponential
+mechanism over the public centroids (``neighbourhood_share`` of the slot's
+budget), then a triple inside it (the rest). Every slot is
+``epsilon / slots``-DP against *any* change of its input, so the whole output is
+epsilon-DP under replace-one of the document (local DP): no relation to satisfy.
+
+Two leaks of the public reference implementation are absent by construction
+(``tests/test_dpst_leaks.py``):
+
+* no triple extracted -> the raw text is never returned. ``on_empty="public"``
+  (default) releases public triples drawn uniformly from the corpus, which
+  carry no information about the text; ``on_empty="error"`` raises
+  :class:`NoTriplesError` instead.
+* the output never depends on the input's length: the number of released
+  triples is ``slots`` (document variant) or the number of extracted triples,
+  capped at ``max_triples`` (neighbourhood variant, where the count is part of
+  the stated relation), and reconstruction uses a fixed token budget
+  (:mod:`dpkit.dpst.reconstruct`).
+
+Non-English text is parsed as English; any triple found is privatized like any
+other, and the output still contains public triples only.
+
+Audit hooks: ``bug="raw_text_fallback"`` returns the raw text when no triple is
+found; ``bug="private_neighbourhood"`` makes the document variant pick each
+slot's neighbourhood as the nearest centroid of the private triple while still
+claiming the document-level contract. Both are wrong on purpose and exist so an
+audit can show that it catches them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+
+from dpkit.dpst import mechanism
+from dpkit.dpst.corpus import TripleCorpus
+from dpkit.privacy import PrivacyContract
+from dpkit.validate import ParameterError, check_choice, check_in_range, check_int, check_positive, check_rng
+
+VARIANTS = ("neighbourhood", "document")
+BUGS = (None, "raw_text_fallback", "private_neighbourhood")
+
+
+@dataclass
+class Prepared:
+    """Private intermediate values of :meth:`DPST.prepare`: never released."""
+
+    texts: list[str]
+    triples: list[list[str]]
+    embeddings: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+
+class NoTriplesError(ValueError):
+    """The text has no extractable triple and ``on_empty="error"`` was asked for."""
+
+
+@dataclass
+class PrivateDocument:
+    """What DP-ST releases for one document: public triples only.
+
+    ``trace`` holds private intermediate values (extracted triples, their
+    neighbourhoods) only when ``trace=True`` was asked -- for the book's
+    examples; it is never part of the release.
+    """
+
+    triples: list[str]
+    corpus_ids: np.ndarray
+    contract: PrivacyContract
+    raw_text: str | None = None          # set only by the deliberately broken variant
+    trace: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def text(self) -> str:
+        """The release as one string (the raw text only in the broken ``raw_text_fallback``)."""
+        return self.raw_text if self.raw_text is not None else " | ".join(self.triples)
+
+
+def document_budget(base_epsilon: float, average_words: float) -> float:
+    """Per-document epsilon as in {cite}`meisenbacher2025dpst` Table 4: base x average words, one decimal."""
+    base_epsilon = check_positive("base_epsilon", base_epsilon)
+    average_words = check_positive("average_words", average_words)
+    return round(base_epsilon * average_words, 1)
+
+
+class DPST:
+    """Privatize documents into public triples (see the module docstring for the two variants)."""
+
+    def __init__(self, corpus: TripleCorpus, epsilon: float, variant: str = "neighbourhood", *,
+                 slots: int = 4, max_triples: int = 16, neighbourhood_share: float = 0.5,
+                 dedup: bool = True, threshold: float = 0.4, num_perm: int = 128, scorer=None,
+                 embedder=None, on_empty: str = "public", empty_triples: int = 1, bug: str | None = None):
+        if not isinstance(corpus, TripleCorpus):
+            raise ParameterError("corpus", corpus, "must be a TripleCorpus (see load_public_corpus)")
+        self.corpus = corpus
+        self.epsilon = check_positive("epsilon", epsilon)
+        self.variant = check_choice("variant", variant, VARIANTS)
+        self.slots = check_int("slots", slots, minimum=1)
+        self.max_triples = check_int("max_triples", max_triples, minimum=1)
+        self.neighbourhood_share = check_in_range("neighbourhood_share", neighbourhood_share, 0.0, 1.0,
+                                                  low_open=True, high_open=True)
+        self.dedup = bool(dedup)
+        self.threshold, self.num_perm, self.scorer = threshold, num_perm, scorer
+        self.on_empty = check_choice("on_empty", on_empty, ("public", "error"))
+        self.empty_triples = check_int("empty_triples", empty_triples, minimum=1)
+        self.bug = check_choice("bug", bug, BUGS)
+        if bug == "private_neighbourhood" and variant != "document":
+            raise ParameterError("bug", bug, "'private_neighbourhood' applies to variant='document' only")
+        self._embedder = embedder
+
+    # -------------------------------------------------------------- contracts
+    @property
+    def embedder(self):
+        if self._embedder is None:
+            from dpkit.models.embed import load_embedder
+            self._embedder = load_embedder()
+        return self._embedder
+
+    @property
+    def slot_epsilons(self) -> tuple[float, float]:
+        """(neighbourhood choice, triple choice) epsilon per slot of the document variant."""
+        per_slot = self.epsilon / self.slots
+        return per_slot * self.neighbourhood_share, per_slot * (1.0 - self.neighbourhood_share)
+
+    @property
+    def contract(self) -> PrivacyContract:
+        """The guarantee of one privatized document, at the configured epsilon."""
+        if self.variant == "document":
+            eps_n, eps_t = self.slot_epsilons
+            return PrivacyContract(
+                mechanism=f"DP-ST document-level ({self.slots} slots)", neighbouring="replace-one",
+                unit="document (any two documents)", measure="pure", sensitivity=mechanism.SENSITIVITY,
+                epsilon=self.epsilon, sensitivity_norm="max over candidates",
+                note=f"per slot: neighbourhood by EM over {self.corpus.k} public centroids (eps={eps_n:.4g}) "
+                     f"then triple by EM in it (eps={eps_t:.4g}); {self.slots} slots, padded with uniform "
+                     f"public triples; utility clip(cos,0,1)")
+        return PrivacyContract(
+            mechanism="DP-ST neighbourhood-aware (per-triple split)", neighbouring="replace-one",
+            unit="document, among documents with the same number n of triples lying pairwise in the same "
+                 "neighbourhoods", measure="pure", sensitivity=mechanism.SENSITIVITY, epsilon=self.epsilon,
+            sensitivity_norm="max over candidates",
+            note="each triple: EM at epsilon/n inside its nearest centroid's neighbourhood. NOT DP across "
+                 "neighbourhoods or between documents with different triple counts (loss unbounded); "
+                 f"n is capped at {self.max_triples}")
+
+    # ----------------------------------------------------------- extraction
+    def extract(self, texts: Sequence[str]) -> list[list[str]]:
+        """Deduplicated triple texts per document (private intermediate values)."""
+        from dpkit.dpst.dedup import deduplicate
+        from dpkit.dpst.triples import extract_triples_batch
+
+        out = []
+        for triples in extract_triples_batch(texts):
+            texts_ = [t.text for t in triples]
+            if self.dedup and len(texts_) > 1:
+                texts_ = deduplicate(texts_, threshold=self.threshold, num_perm=self.num_perm, scorer=self.scorer)
+            out.append(texts_)
+        return out
+
+    # ---------------------------------------------------------- privatizing
+    def privatize(self, text: str, rng: np.random.Generator, trace: bool = False) -> PrivateDocument:
+        """Privatize one document; randomness only from ``rng``."""
+        if not isinstance(text, str):
+            raise ParameterError("text", text, "must be a string")
+        return self.privatize_batch([text], rng, trace=trace)[0]
+
+    def privatize_batch(self, texts: Sequence[str], rng: np.random.Generator,
+                        trace: bool = False) -> list[PrivateDocument]:
+        """Privatize many documents (triples of all documents embedded in one call)."""
+        rng = check_rng("rng", rng)
+        return self.privatize_prepared(self.prepare(texts), rng, trace=trace)
+
+    def prepare(self, texts: Sequence[str]) -> "Prepared":
+        """Extract, deduplicate, cap and embed the triples of ``texts`` (deterministic, private).
+
+        Separate from :meth:`privatize_prepared` so that an evaluation can draw
+        many privatizations (epsilons, seeds) from one extraction.
+        """
+        if isinstance(texts, str):
+            raise ParameterError("texts", texts, "must be a sequence of strings, not one string")
+        texts = list(texts)
+        cap = self.slots if self.variant == "document" else self.max_triples
+        kept = [t[:cap] for t in self.extract(texts)]
+        flat = [t for doc in kept for t in doc]
+        vectors = self.embedder.encode(flat) if flat else np.zeros((0, self.corpus.dim), np.float32)
+        return Prepared(texts, kept, vectors)
+
+    def privatize_prepared(self, prepared: "Prepared", rng: np.random.Generator,
+                           trace: bool = False) -> list[PrivateDocument]:
+        """Run the mechanism on prepared documents; randomness only from ``rng``."""
+        if not isinstance(prepared, Prepared):
+            raise ParameterError("prepared", prepared, "must come from DPST.prepare")
+        rng = check_rng("rng", rng)
+        cap = self.slots if self.variant == "document" else self.max_triples
+        out, start = [], 0
+        for text, triples in zip(prepared.texts, prepared.triples):
+            emb = prepared.embeddings[start:start + len(triples)]
+            start += len(triples)
+            out.append(self._one(text, triples[:cap], emb[:cap], rng, trace))
+        return out
+
+    def _uniform_public(self, count: int, rng: np.random.Generator) -> np.ndarray:
+        return rng.integers(0, len(self.corpus), size=count)
+
+    def _one(self, text: str, triples: list[str], emb: np.ndarray, rng: np.random.Generator,
+             trace: bool) -> PrivateDocument:
+        info: dict[str, Any] = {"extracted": list(triples)} if trace else {}
+        if not triples and self.variant == "neighbourhood":
+            if self.bug == "raw_text_fallback":
+                return PrivateDocument([], np.zeros(0, np.int64), self.contract, raw_text=text, trace=info)
+            if self.on_empty == "error":
+                raise NoTriplesError("the text has no extractable subject-verb-object triple "
+                                     "(on_empty='error'); nothing is released")
+            ids = self._uniform_public(self.empty_triples, rng)
+            return self._release(ids, info)
+        if self.variant == "neighbourhood":
+            eps = self.epsilon / len(triples)
+            clusters = self.corpus.nearest_centroid(emb)
+            ids = np.empty(len(triples), np.int64)
+            for i, c in enumerate(clusters):
+                members = self.corpus.members(int(c))
+                ids[i] = members[int(mechanism.sample_in_neighbourhood(self.corpus.embeddings[members], emb[i],
+                                                                       eps, rng))]
+            if trace:
+                info["neighbourhoods"] = clusters.tolist()
+                info["epsilon_per_triple"] = eps
+            return self._release(ids, info)
+        # document variant
+        if not triples and self.bug == "raw_text_fallback":
+            return PrivateDocument([], np.zeros(0, np.int64), self.contract, raw_text=text, trace=info)
+        if not triples and self.on_empty == "error":
+            raise NoTriplesError("the text has no extractable subject-verb-object triple "
+                                 "(on_empty='error'); nothing is released")
+        pad = self._uniform_public(self.slots - len(triples), rng)
+        slot_emb = np.concatenate([emb, self.corpus.embeddings[pad]]) if len(pad) else emb
+        eps_n, eps_t = self.slot_epsilons
+        if self.bug == "private_neighbourhood":
+            clusters = self.corpus.nearest_centroid(slot_emb)
+        else:
+            clusters = np.atleast_1d(mechanism.sample_neighbourhood(self.corpus.centroids, slot_emb, eps_n, rng))
+        ids = np.empty(self.slots, np.int64)
+        for i, c in enumerate(clusters):
+            members = self.corpus.members(int(c))
+            ids[i] = members[int(mechanism.sample_in_neighbourhood(self.corpus.embeddings[members], slot_emb[i],
+                                                                   eps_t, rng))]
+        if trace:
+            info.update(padding=[str(self.corpus.texts[j]) for j in pad], neighbourhoods=clusters.tolist(),
+                        epsilon_neighbourhood=eps_n, epsilon_triple=eps_t)
+        return self._release(ids, info)
+
+    def _release(self, ids: np.ndarray, info: dict) -> PrivateDocument:
+        ids = np.asarray(ids, dtype=np.int64)
+        return PrivateDocument([str(self.corpus.texts[j]) for j in ids], ids, self.contract, trace=info)

@@ -1,0 +1,95 @@
+"""LLM reconstruction: weave the privatized triples into a text (post-processing).
+
+The prompt has the shape of Table 3 of {cite}`meisenbacher2025dpst`: a system
+instruction, three worked examples (user: ``Input triples: [...]``, assistant:
+``Output text: ...``), then the document's private triples. The wording and the
+examples here are ours. The only document-dependent content of the prompt is
+the list of *privatized* triples (marked :class:`~dpkit.backends.Privatized`
+with the mechanism's contract), so any backend -- the local model by default, or
+an API model by name -- may receive it; reconstruction is post-processing and
+costs no privacy.
+
+The token budget ``max_new_tokens`` is a fixed parameter: the output's length
+never depends on the input document's length.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from dpkit.backends import Privatized, Public, compose_prompt, get_backend
+from dpkit.dpst.privatize import PrivateDocument
+from dpkit.validate import ParameterError, check_int
+
+INSTRUCTION = Public(
+    "Write a short text from the given triples. Use only the information the triples give, "
+    "filling small gaps where it reads naturally, and skip triples that do not fit the rest. "
+    "The text must be grammatical, natural and logical, and brief. Reply with the text only, "
+    "without any explanation.")
+
+EXAMPLES: tuple[tuple[Public, Public], ...] = (
+    (Public("Input triples: ['Maria opened a bakery']"),
+     Public("Output text: Maria opened a bakery.")),
+    (Public("Input triples: ['the storm damaged roofs', 'the city closed schools', "
+            "'residents cleared the streets']"),
+     Public("Output text: The storm damaged roofs, so the city closed its schools while residents "
+            "cleared the streets.")),
+    (Public("Input triples: ['the team won the final', 'fans celebrated in the square', "
+            "'the coach praised the players']"),
+     Public("Output text: The team won the final. Fans celebrated in the square, and the coach "
+            "praised the players.")),
+)
+
+USER_TEMPLATE = Public("Input triples: {triples}")
+ANSWER_PREFIX = "Output text:"
+
+
+def format_triples(triples: Sequence[str]) -> str:
+    """``['t1', 't2']`` -- the list shape the examples use."""
+    return "[" + ", ".join("'" + t.replace("'", "’") + "'" for t in triples) + "]"
+
+
+def reconstruction_messages(doc: PrivateDocument) -> list[dict]:
+    """The chat sent to the backend; every content is Public or Privatized."""
+    if not isinstance(doc, PrivateDocument):
+        raise ParameterError("doc", doc, "must be a PrivateDocument from DPST.privatize")
+    if doc.raw_text is not None:
+        raise ParameterError("doc", "<raw text>", "holds raw text (broken variant); it must not reach a model")
+    triples = Privatized(format_triples(doc.triples), contract=doc.contract, source="dpst.privatize")
+    messages = [{"role": "system", "content": INSTRUCTION}]
+    for user, assistant in EXAMPLES:
+        messages += [{"role": "user", "content": user}, {"role": "assistant", "content": assistant}]
+    messages.append({"role": "user", "content": compose_prompt(USER_TEMPLATE, triples=triples)})
+    return messages
+
+
+def clean_output(text: str) -> str:
+    text = text.strip()
+    if text.startswith(ANSWER_PREFIX):
+        text = text[len(ANSWER_PREFIX):].strip()
+    return text
+
+
+def reconstruct(docs: Sequence[PrivateDocument], backend=None, *, max_new_tokens: int = 48,
+                temperature: float = 0.0, seed: int = 0) -> list[str]:
+    """One text per private document. ``backend``: a Backend, a name ("local", "openai",
+    "anthropic") or None (``DPKIT_BACKEND``, default local).
+
+    A document of the deliberately broken ``raw_text_fallback`` variant is
+    returned as its raw text (that is the leak being demonstrated); everything
+    else goes through the model.
+    """
+    if isinstance(docs, PrivateDocument):
+        raise ParameterError("docs", docs, "must be a sequence of PrivateDocument (wrap one in a list)")
+    docs = list(docs)
+    max_new_tokens = check_int("max_new_tokens", max_new_tokens, minimum=1)
+    if backend is None or isinstance(backend, str):
+        backend = get_backend(backend)
+    out: list[str | None] = [d.raw_text for d in docs]
+    todo = [i for i, d in enumerate(docs) if d.raw_text is None]
+    if todo:
+        texts = backend.generate_batch([reconstruction_messages(docs[i]) for i in todo],
+                                       max_new_tokens=max_new_tokens, temperature=temperature, seed=seed)
+        for i, t in zip(todo, texts):
+            out[i] = clean_output(t)
+    return [str(t) for t in out]
