@@ -32,10 +32,17 @@ def _records(strip_urls: bool) -> tuple[tuple[str, str], ...]:
     return tuple(clean_records(zip(texts, outlets)))
 
 
+@lru_cache(maxsize=8)
+def _kept(strip_urls: bool, min_words: int) -> tuple[tuple[str, str], ...]:
+    return tuple((t, y) for t, y in _records(strip_urls) if len(t.split()) >= min_words)
+
+
 def health_tweet_outlet_counts(strip_urls: bool = True, min_words: int = 3) -> dict[str, int]:
     """Tweets per outlet after cleaning (as :func:`load_health_tweets`), largest first."""
-    counts = Counter(label for text, label in _records(bool(strip_urls))
-                     if len(text.split()) >= min_words)
+    if not isinstance(strip_urls, bool):
+        raise ParameterError("strip_urls", strip_urls, "must be True or False")
+    counts = Counter(label for _, label in _kept(strip_urls, check_int("min_words", min_words,
+                                                                         minimum=0)))
     return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
@@ -57,7 +64,7 @@ def load_health_tweets(n_classes: int | None = None, max_per_class: int | None =
     if not isinstance(strip_urls, bool):
         raise ParameterError("strip_urls", strip_urls, "must be True or False")
     min_words = check_int("min_words", min_words, minimum=0)
-    records = [(t, y) for t, y in _records(strip_urls) if len(t.split()) >= min_words]
+    records = _kept(strip_urls, min_words)
     names = largest_classes(Counter(label for _, label in records), n_classes,
                             available_note=" (health-news outlets)")
     index = {name: k for k, name in enumerate(names)}

@@ -46,8 +46,17 @@ def _truncate(text: str, max_chars: int) -> str:
     return cut[:space] if space > 0 else cut
 
 
+@lru_cache(maxsize=8)
+def _kept(with_title: bool, min_words: int, max_chars: int | None) -> tuple[str, ...]:
+    texts = [t for t in _records(with_title) if len(t.split()) >= min_words]
+    if max_chars is not None:
+        texts = [t for t, _ in clean_records((_truncate(t, max_chars), 0) for t in texts)]
+    return tuple(texts)
+
+
 def load_news_articles(max_documents: int | None = None, test_fraction: float = 0.2,
-                       seed: int = 0, *, max_per_class: int | None = None, min_words: int = 20, max_chars: int | None = None,
+                       seed: int = 0, *, max_per_class: int | None = None,
+                       min_words: int = 20, max_chars: int | None = None,
                        with_title: bool = True) -> Dataset:
     """English news articles (about 3.7k, Dec 2016 - Mar 2017), the public corpus.
 
@@ -64,9 +73,7 @@ def load_news_articles(max_documents: int | None = None, test_fraction: float = 
         max_chars = check_int("max_chars", max_chars, minimum=1)
     if not isinstance(with_title, bool):
         raise ParameterError("with_title", with_title, "must be True or False")
-    texts = [t for t in _records(with_title) if len(t.split()) >= min_words]
-    if max_chars is not None:
-        texts = [t for t, _ in clean_records((_truncate(t, max_chars), 0) for t in texts)]
+    texts = _kept(with_title, min_words, max_chars)
     return split_dataset("news", texts, [0] * len(texts), LABEL_NAMES,
                          test_fraction=test_fraction, seed=seed,
                          max_per_class=max_per_class, max_documents=max_documents)
