@@ -218,6 +218,14 @@ def test_concurrency_limit_and_order(api):
     out = backend.generate_batch(prompts)
     assert out == [f"openai:gpt-test:p{i}:seed=0" for i in range(6)]
     assert api.max_in_flight == 2
+    api.max_in_flight = 0
+    threads = [threading.Thread(target=backend.generate_batch, args=([Public(f"t{j}{i}") for i in range(3)],))
+               for j in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert api.max_in_flight == 2                 # the limit holds across threads too
 
 
 def test_cache_makes_a_rerun_free_and_stores_no_prompt_or_key(api, tmp_path):

@@ -9,7 +9,8 @@ Shared behaviour (class :class:`RemoteBackend`):
   :func:`~dpkit.backends.retry.call_with_retries`: exponential backoff with
   seeded jitter on 408/409/429/5xx/529, timeouts and connection errors,
   honouring ``Retry-After``; every request has a ``timeout`` (seconds);
-* a batch is sent with at most ``concurrency`` requests in flight;
+* at most ``concurrency`` requests are in flight at once (per backend object, across
+  threads); a batch is sent in parallel up to that limit;
 * only Public/Privatized text is accepted (see :mod:`dpkit.backends.guard`).
 """
 
@@ -69,6 +70,7 @@ class RemoteBackend(Backend):
         self.base_url = base_url
         self._rng = np.random.default_rng(check_int("retry_seed", retry_seed, minimum=0))
         self._rng_lock = threading.Lock()
+        self._slots = threading.BoundedSemaphore(self.concurrency)
         self._sleep = sleep
         self.attempts = 0
         super().__init__(model or self.default_model, cache)
@@ -110,7 +112,8 @@ class RemoteBackend(Backend):
         def attempt() -> str:
             with self._lock:
                 self.attempts += 1
-            return self._request(client, chat, params)
+            with self._slots:  # at most `concurrency` requests in flight, across all threads
+                return self._request(client, chat, params)
 
         kwargs = {} if self._sleep is None else {"sleep": self._sleep}
         return call_with_retries(attempt, policy=self.retry, rng=self._rng, classify=self._classify,
