@@ -1,0 +1,36 @@
+"""``python -m dpkit audit list|run``."""
+
+import json
+
+from dpkit.cli import main
+
+
+def test_list_json(capsys):
+    assert main(["audit", "list", "--json"]) == 0
+    items = json.loads(capsys.readouterr().out)
+    names = {i["name"]: i["broken"] for i in items}
+    assert names["laplace"] is False and names["svt_no_query_noise"] is True
+
+
+def test_run_json_broken_exits_zero(capsys):
+    assert main(["audit", "run", "laplace_half_noise", "--epsilon", "1", "--samples", "4000", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert {"claimed_epsilon", "lower_bound", "confidence", "passed", "witness"} <= set(out)
+    assert out["passed"] is False and out["witness"]["seed"] == 0 and out["witness"]["mechanism"] == "laplace_half_noise"
+
+
+def test_run_text(capsys):
+    assert main(["audit", "run", "laplace", "--epsilon", "2", "--samples", "2000", "--seed", "3"]) == 0
+    assert "PASS" in capsys.readouterr().out
+
+
+def test_bad_arguments_exit_2(capsys):
+    assert main(["audit", "run", "nope", "--epsilon", "1"]) == 2
+    assert "name='nope'" in capsys.readouterr().err
+    assert main(["audit", "run", "laplace", "--epsilon", "0"]) == 2
+    assert main(["audit", "run", "laplace", "--epsilon", "1", "--samples", "3"]) == 2
+    import pytest
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["audit", "run", "laplace"])
+    assert exit_info.value.code == 2
