@@ -164,6 +164,7 @@ def test_anthropic_request_and_response_shapes(api):
     body = request["json"]
     assert body["max_tokens"] == 5 and body["system"] == "sys"
     assert body["messages"] == [{"role": "user", "content": "hi"}]
+    assert backend.usage == {"input_tokens": 3, "output_tokens": 3}
 
 
 @pytest.mark.parametrize("make", [openai_backend, anthropic_backend])
@@ -237,6 +238,8 @@ def test_cache_makes_a_rerun_free_and_stores_no_prompt_or_key(api, tmp_path):
     again = openai_backend(api, cache=cache)
     assert again.generate_batch(prompts, seed=1) == texts
     assert len(api.requests) == 2 and again.requests == 0        # served from disk
+    assert first.describe()["billed_tokens"] == {"input_tokens": 6, "output_tokens": 6}
+    assert again.describe()["billed_tokens"] == {"input_tokens": 0, "output_tokens": 0}
     again.generate_batch(prompts, seed=2)                         # other parameters: new requests
     assert len(api.requests) == 4
     stored = "".join(p.read_text() for p in (tmp_path / "cache").rglob("*.json"))

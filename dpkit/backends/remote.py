@@ -73,6 +73,7 @@ class RemoteBackend(Backend):
         self._slots = threading.BoundedSemaphore(self.concurrency)
         self._sleep = sleep
         self.attempts = 0
+        self.usage = {"input_tokens": 0, "output_tokens": 0}
         super().__init__(model or self.default_model, cache)
         self._client = None
 
@@ -126,9 +127,16 @@ class RemoteBackend(Backend):
         with ThreadPoolExecutor(max_workers=min(self.concurrency, len(chats))) as pool:
             return list(pool.map(lambda chat: self._one(chat, params), chats))
 
+    def _count(self, input_tokens: Any, output_tokens: Any) -> None:
+        """Add a response's token usage (what the provider bills) to :attr:`usage`."""
+        with self._lock:
+            self.usage["input_tokens"] += int(input_tokens or 0)
+            self.usage["output_tokens"] += int(output_tokens or 0)
+
     def _describe_extra(self) -> dict[str, Any]:
         return {"base_url": self.base_url, "timeout_s": self.timeout, "concurrency": self.concurrency,
-                "max_retries": self.retry.max_retries, "attempts": self.attempts}
+                "max_retries": self.retry.max_retries, "attempts": self.attempts,
+                "billed_tokens": dict(self.usage)}
 
 
 class OpenAIBackend(RemoteBackend):
@@ -160,6 +168,9 @@ class OpenAIBackend(RemoteBackend):
         if params.top_p is not None:
             kwargs["top_p"] = params.top_p
         response = client.chat.completions.create(**kwargs)
+        usage = getattr(response, "usage", None)
+        if usage is not None:
+            self._count(usage.prompt_tokens, usage.completion_tokens)
         content = response.choices[0].message.content
         return content if content is not None else ""
 
@@ -197,4 +208,7 @@ class AnthropicBackend(RemoteBackend):
         if system:
             kwargs["system"] = system
         response = client.messages.create(**kwargs)
+        usage = getattr(response, "usage", None)
+        if usage is not None:
+            self._count(usage.input_tokens, usage.output_tokens)
         return "".join(getattr(block, "text", "") for block in response.content)
