@@ -12,6 +12,7 @@ from .dataset import Dataset, clean_text, split_dataset
 from .health_tweets import health_tweet_outlet_counts, load_health_tweets
 from .medical import load_medical_specialties, medical_specialty_counts
 from .news import load_news_articles
+from .provenance import provenance
 from .registry import LOADERS, PRIVATE, PUBLIC, load_dataset
 from .rotten_tomatoes import load_rotten_tomatoes
 from .vocabulary import english_vocabulary, medical_vocabulary
@@ -20,5 +21,5 @@ __all__ = [
     "Dataset", "clean_text", "split_dataset", "load_dataset", "LOADERS", "PRIVATE", "PUBLIC",
     "load_medical_specialties", "medical_specialty_counts", "load_rotten_tomatoes",
     "load_health_tweets", "health_tweet_outlet_counts", "load_news_articles",
-    "english_vocabulary", "medical_vocabulary",
+    "english_vocabulary", "medical_vocabulary", "provenance",
 ]
