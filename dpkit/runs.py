@@ -40,6 +40,7 @@ import os
 import platform
 import sys
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
@@ -209,6 +210,7 @@ class Run:
         self.records_path = self.path / "records.jsonl"
         self.seeds_dir = self.path / "seeds"
         self._records: dict[str, Any] = {}
+        self._lock = threading.Lock()
         self.torn_bytes = 0
         self.resumed = self.manifest_path.exists()
         if self.resumed:
@@ -216,6 +218,10 @@ class Run:
             self._check_same(self.manifest)
             self.manifest["resumes"] = int(self.manifest.get("resumes", 0)) + 1
             self.manifest["status"] = "running"
+            versions = package_versions()
+            if versions != self.manifest.get("versions"):
+                # Allowed (a bug-fix release should not strand a half-done run), but recorded.
+                self.manifest.setdefault("versions_on_resume", []).append(versions)
         else:
             self.manifest = {
                 "format": RUN_FORMAT, "params": self.params, "seed": self.seed, "created": _now(),
@@ -311,16 +317,17 @@ class Run:
     def append(self, key: Any, record: Any) -> None:
         """Write one finished record (a JSON-serializable value) durably; each key once."""
         key = _check_key(key)
-        if key in self._records:
-            raise ParameterError("key", key, "already has a record in this run (records are written once)")
         payload = _encode(record)
         line = _dumps({"key": key, "record": payload}) + "\n"
-        with open(self.records_path, "a", encoding="utf-8") as handle:
-            handle.write(line)
-            handle.flush()
-            if self.fsync:
-                os.fsync(handle.fileno())
-        self._records[key] = _decode(payload)
+        with self._lock:  # safe to call from several threads
+            if key in self._records:
+                raise ParameterError("key", key, "already has a record in this run (records are written once)")
+            with open(self.records_path, "a", encoding="utf-8") as handle:
+                handle.write(line)
+                handle.flush()
+                if self.fsync:
+                    os.fsync(handle.fileno())
+            self._records[key] = _decode(payload)
 
     def pending(self, items: Mapping | Iterable, *, desc: str | None = None) -> Iterator[tuple[str, Any]]:
         """Yield ``(key, item)`` for items without a record, with a progress bar.

@@ -278,3 +278,15 @@ def test_missing_key_and_key_argument_are_refused(monkeypatch):
     with pytest.raises(ParameterError, match="environment variable ANTHROPIC_API_KEY") as info:
         get_backend("anthropic", api_key="sk-should-not-be-echoed")
     assert "sk-should-not-be-echoed" not in str(info.value)
+
+
+def test_a_batch_failing_half_way_keeps_and_caches_the_answers_it_got(api, tmp_path):
+    cache = ResponseCache(tmp_path)
+    backend = openai_backend(api, cache=cache, concurrency=1, retry=RetryPolicy(max_retries=0))
+    api.script = [None, ("status", 400, None)]           # first prompt answered, second rejected
+    prompts = [Public("ok"), Public("bad"), Public("later")]
+    with pytest.raises(BackendError):
+        backend.generate_batch(prompts)
+    assert len(cache) == 1 and backend.requests == 1
+    assert backend.generate_batch(prompts)[0] == "openai:gpt-test:ok:seed=0"
+    assert [r["json"]["messages"][0]["content"] for r in api.requests] == ["ok", "bad", "bad", "later"]

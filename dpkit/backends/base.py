@@ -19,6 +19,7 @@ given (:meth:`Backend.describe`), so a run manifest can state what reached a mod
 
 from __future__ import annotations
 
+import inspect
 import json
 import threading
 from abc import ABC, abstractmethod
@@ -103,16 +104,28 @@ class Backend(ABC):
                     out[i] = self.cache.get(keys[i])
         missing = [i for i, text in enumerate(out) if text is None]
         if missing:
-            texts = self._generate([plain(chats[i]) for i in missing], params)
-            if len(texts) != len(missing):
-                raise RuntimeError(f"{self.name} returned {len(texts)} texts for {len(missing)} prompts")
-            with self._lock:
-                self.requests += len(missing)
-            for i, text in zip(missing, texts):
-                out[i] = text
+            def store(j: int, text: str) -> None:
+                # Called as each answer arrives: a batch that fails half-way keeps (and
+                # never pays again for) the answers it already received.
+                i = missing[j]
+                with self._lock:
+                    if out[i] is not None:
+                        return
+                    out[i] = text
+                    self.requests += 1
                 if keys[i] is not None:
                     self.cache.put(keys[i], text, {"backend": self.name, "model": self.model,
                                                    "params": asdict(params)})
+
+            batch = [plain(chats[i]) for i in missing]
+            if self._streams:
+                texts = self._generate(batch, params, on_result=store)
+            else:
+                texts = self._generate(batch, params)
+            if len(texts) != len(missing):
+                raise RuntimeError(f"{self.name} returned {len(texts)} texts for {len(missing)} prompts")
+            for j, text in enumerate(texts):
+                store(j, text)
         for chat, prov in zip(chats, provenance):
             self._tally(chat, prov)
         return [str(t) for t in out]
@@ -140,7 +153,15 @@ class Backend(ABC):
     # ------------------------------------------------------------ to override
     @abstractmethod
     def _generate(self, chats: list[list[dict]], params: GenerationParams) -> list[str]:
-        """Generate one text per chat (plain-string messages), in order."""
+        """Generate one text per chat (plain-string messages), in order.
+
+        An implementation may accept ``on_result=None`` and call ``on_result(j, text)``
+        as soon as the answer to ``chats[j]`` exists (it is then cached at once).
+        """
+
+    @property
+    def _streams(self) -> bool:
+        return "on_result" in inspect.signature(self._generate).parameters
 
     def _describe_extra(self) -> dict[str, Any]:
         return {}

@@ -65,13 +65,17 @@ class LocalBackend(Backend):
     def _cacheable(self, chat) -> bool:
         return all(isinstance(m["content"], (Public, Privatized)) for m in chat)
 
-    def _generate(self, chats: list[list[dict]], params: GenerationParams) -> list[str]:
+    def _generate(self, chats: list[list[dict]], params: GenerationParams, on_result=None) -> list[str]:
         out: list[str] = []
         for start in range(0, len(chats), self.batch_size):
-            out.extend(self.lm.generate(chats[start:start + self.batch_size],
-                                        max_new_tokens=params.max_new_tokens,
-                                        temperature=params.temperature, top_p=params.top_p,
-                                        seed=params.seed))
+            texts = self.lm.generate(chats[start:start + self.batch_size],
+                                     max_new_tokens=params.max_new_tokens,
+                                     temperature=params.temperature, top_p=params.top_p,
+                                     seed=params.seed)
+            for j, text in enumerate(texts, start):
+                if on_result is not None:
+                    on_result(j, text)
+            out.extend(texts)
         return out
 
     def _describe_extra(self) -> dict[str, Any]:

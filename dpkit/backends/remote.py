@@ -121,11 +121,17 @@ class RemoteBackend(Backend):
                                  rng_lock=self._rng_lock, what=f"{self.name} request ({self.model})",
                                  **kwargs)
 
-    def _generate(self, chats: list[list[dict]], params: GenerationParams) -> list[str]:
+    def _generate(self, chats: list[list[dict]], params: GenerationParams, on_result=None) -> list[str]:
+        def one(j: int) -> str:
+            text = self._one(chats[j], params)
+            if on_result is not None:
+                on_result(j, text)
+            return text
+
         if len(chats) == 1 or self.concurrency == 1:
-            return [self._one(chat, params) for chat in chats]
+            return [one(j) for j in range(len(chats))]
         with ThreadPoolExecutor(max_workers=min(self.concurrency, len(chats))) as pool:
-            return list(pool.map(lambda chat: self._one(chat, params), chats))
+            return list(pool.map(one, range(len(chats))))
 
     def _count(self, input_tokens: Any, output_tokens: Any) -> None:
         """Add a response's token usage (what the provider bills) to :attr:`usage`."""
