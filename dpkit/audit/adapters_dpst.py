@@ -125,18 +125,18 @@ register(AuditSpec("dpst_triple", "DP-ST",
                    triple_case, test_samples=20_000))
 register(AuditSpec("dpst_neighbourhood", "DP-ST",
                    "DP-ST exponential mechanism inside a neighbourhood (DPST variant='neighbourhood')",
-                   neighbourhood_case, test_samples=2_000))
+                   neighbourhood_case, test_samples=2_000, max_samples=6_000))
 register(AuditSpec("dpst_document", "DP-ST",
                    "DP-ST document-level variant: neighbourhood by EM, then triple by EM (variant='document')",
-                   document_case, test_samples=2_000))
+                   document_case, test_samples=2_000, max_samples=6_000))
 register(AuditSpec("dpst_no_triple", "DP-ST",
                    "DP-ST on documents without triples: public triples drawn independently of the text",
-                   no_triple_case, test_samples=2_000))
+                   no_triple_case, test_samples=2_000, max_samples=6_000))
 register(AuditSpec("dpst_raw_text_fallback", "DP-ST", "DP-ST returning the raw text when no triple is found",
                    lambda eps: no_triple_case(eps, bug="raw_text_fallback"), broken=True,
-                   bug="DPST(bug='raw_text_fallback')", correct_twin="dpst_no_triple", test_samples=2_000))
+                   bug="DPST(bug='raw_text_fallback')", correct_twin="dpst_no_triple", test_samples=2_000, max_samples=6_000))
 register(AuditSpec("dpst_private_neighbourhood", "DP-ST",
                    "DP-ST document-level variant with the neighbourhood chosen from the private text",
                    lambda eps: document_case(eps, bug="private_neighbourhood"), broken=True,
                    bug="DPST(variant='document', bug='private_neighbourhood')", correct_twin="dpst_document",
-                   test_samples=2_000))
+                   test_samples=2_000, max_samples=6_000))

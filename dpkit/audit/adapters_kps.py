@@ -120,6 +120,6 @@ def kde_case(epsilon: float, noise_scale=None, n_base: int = 3) -> AuditCase:
 
 register(AuditSpec("kps_vocabulary", "DP-KPS",
                    "noisy vocabulary histogram, first S terms per document (dpkit.kps.release_noisy_histogram)",
-                   vocabulary_case, test_samples=6_000))
+                   vocabulary_case, test_samples=6_000, max_samples=40_000))
 register(AuditSpec("kps_dpkde", "DP-KPS", "DP-KDE random-Fourier-feature sketch (dpkit.kps.release_dpkde)",
-                   kde_case, test_samples=4_000))
+                   kde_case, test_samples=4_000, max_samples=20_000))

@@ -59,6 +59,7 @@ class AuditSpec:
     correct_twin: str = ""  # for broken variants: the correct mechanism it breaks
     default_epsilon: float = 1.0
     test_samples: int = 20_000  # enough for the test suite to decide at the default epsilon
+    max_samples: int = 100_000  # largest sample count worth drawing (slow adapters loop in Python)
 
     def to_dict(self) -> dict:
         return {"name": self.name, "family": self.family, "broken": self.broken, "summary": self.summary,
