@@ -116,3 +116,18 @@ class _EchoLM:
     def generate(self, chats, **kw):
         self.calls.append(len(chats))
         return ["echo:" + chat[-1]["content"] for chat in chats]
+
+
+def test_backend_and_model_come_from_the_environment(monkeypatch, tmp_path):
+    monkeypatch.setenv("DPKIT_BACKEND", "anthropic")
+    monkeypatch.setenv("DPKIT_MODEL", "claude-test")
+    chosen = get_backend(cache=tmp_path)
+    assert (chosen.name, chosen.model, chosen.remote) == ("anthropic", "claude-test", True)
+    assert chosen.cache.root == tmp_path
+    monkeypatch.delenv("DPKIT_BACKEND")
+    monkeypatch.delenv("DPKIT_MODEL")
+    local = get_backend(cache=False)                       # no model is loaded until first use
+    assert (local.name, local.model, local.remote, local.cache) == ("local", "SmolLM2-135M-Instruct", False, None)
+    assert get_backend("openai", "gpt-x", cache=False).model == "gpt-x"
+    with pytest.raises(ParameterError, match="cache"):
+        get_backend("local", cache=3)
