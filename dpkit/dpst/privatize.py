@@ -94,10 +94,14 @@ class PrivateDocument:
 
 
 def document_budget(base_epsilon: float, average_words: float) -> float:
-    """Per-document epsilon as in {cite}`meisenbacher2025dpst` Table 4: base x average words, one decimal."""
+    """Per-document epsilon as in {cite}`meisenbacher2025dpst` Table 4: base x whole average words.
+
+    Table 4's numbers are reproduced by truncating the average word count to an
+    integer first (Reddit: 141.70 words -> 14.1, 70.5, 141).
+    """
     base_epsilon = check_positive("base_epsilon", base_epsilon)
     average_words = check_positive("average_words", average_words)
-    return round(base_epsilon * average_words, 1)
+    return round(base_epsilon * max(1, int(average_words)), 6)
 
 
 class DPST:
