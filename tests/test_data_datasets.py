@@ -139,6 +139,8 @@ def test_registry_names():
     (lambda: load_news_articles(min_words=-1), "min_words"),
     (lambda: load_health_tweets(min_words=-1), "min_words"),
     (lambda: load_dataset("imdb"), "name"),
+    (lambda: load_rotten_tomatoes(n_classes=3), "n_classes"),
+    (lambda: load_news_articles(n_classes=2), "n_classes"),
 ])
 def test_bad_arguments_name_the_parameter(call, parameter):
     with pytest.raises(ParameterError) as info:
@@ -149,4 +151,17 @@ def test_bad_arguments_name_the_parameter(call, parameter):
 
 def test_loader_rejects_unknown_keyword():
     with pytest.raises(TypeError):
-        load_dataset("rotten_tomatoes", n_classes=2)
+        load_dataset("rotten_tomatoes", strip_urls=True)
+
+
+@pytest.mark.parametrize("name", sorted(LOADERS))
+def test_every_loader_takes_the_common_arguments(name):
+    ds = load_dataset(name, n_classes=1, max_per_class=10, test_fraction=0.3, seed=5,
+                      max_documents=10)
+    assert len(ds.label_names) == 1
+    assert len(ds.train_texts) == 7 and len(ds.test_texts) == 3
+
+
+def test_rotten_tomatoes_n_classes():
+    assert load_rotten_tomatoes(n_classes=2, max_per_class=5).label_names == ("negative", "positive")
+    assert load_rotten_tomatoes(n_classes=1, max_per_class=5).label_names == ("positive",)

