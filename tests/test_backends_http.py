@@ -290,3 +290,10 @@ def test_a_batch_failing_half_way_keeps_and_caches_the_answers_it_got(api, tmp_p
     assert len(cache) == 1 and backend.requests == 1
     assert backend.generate_batch(prompts)[0] == "openai:gpt-test:ok:seed=0"
     assert [r["json"]["messages"][0]["content"] for r in api.requests] == ["ok", "bad", "bad", "later"]
+
+
+def test_base_url_from_the_environment_is_used_and_recorded(api, monkeypatch):
+    monkeypatch.setenv("OPENAI_BASE_URL", f"http://127.0.0.1:{api.port}/v1")
+    backend = OpenAIBackend("gpt-env", cache=None, retry=FAST)
+    assert backend.generate(Public("q")) == "openai:gpt-env:q:seed=0"
+    assert backend.describe()["base_url"] == f"http://127.0.0.1:{api.port}/v1"

@@ -67,7 +67,9 @@ class RemoteBackend(Backend):
         self.retry = retry if retry is not None else RetryPolicy()
         if not isinstance(self.retry, RetryPolicy):
             raise ParameterError("retry", retry, "must be a RetryPolicy or None")
-        self.base_url = base_url
+        # The official clients read <PROVIDER>_BASE_URL themselves; reading it here too
+        # lets describe() (and so a run's manifest) say which server was used.
+        self.base_url = base_url or os.environ.get(self.key_variable.replace("API_KEY", "BASE_URL")) or None
         self._rng = np.random.default_rng(check_int("retry_seed", retry_seed, minimum=0))
         self._rng_lock = threading.Lock()
         self._slots = threading.BoundedSemaphore(self.concurrency)
