@@ -58,3 +58,10 @@ def test_prints_every_part_and_round_trips():
     assert c.replace(unit="prompt").unit == "prompt"
     with pytest.raises(AttributeError):
         c.epsilon = 3.0
+
+
+def test_from_dict_rejects_incomplete_data():
+    with pytest.raises(ParameterError, match="data"):
+        PrivacyContract.from_dict({"mechanism": "m"})
+    with pytest.raises(ParameterError, match="data"):
+        PrivacyContract.from_dict(["not", "a", "mapping"])

@@ -108,3 +108,19 @@ def test_hash_batches_depend_only_on_the_record():
         hash_batch("x", 0)
     with pytest.raises(ParameterError, match="record"):
         hash_batch(3, 2)
+
+
+def test_parallel_groups_and_partition_keys():
+    contract = Laplace(1.0, epsilon=0.5, unit="document").contract
+    with pytest.raises(ParameterError, match="groups"):
+        PrivacyLedger().spend_parallel(contract, "x", groups="abc")
+    ledger = PrivacyLedger()
+    ledger.spend_parallel(contract, "numpy batches", groups=hash_partition(["a", "b", "c", "d"], 2))
+    assert ledger.rho == pytest.approx(0.125)
+    labelled = [("cardiology", "note 1"), ("cardiology", "note 2"), ("neurology", "note 3")]
+    by_label = hash_partition(labelled, 5, key=lambda r: r[0])
+    assert by_label[0] == by_label[1]
+    with pytest.raises(ParameterError, match="records"):
+        hash_partition("one string", 3)
+    with pytest.raises(ParameterError, match="key"):
+        hash_partition(["a"], 3, key="label")

@@ -52,4 +52,6 @@ def hash_partition(records: Sequence[str | bytes], n_batches: int, salt: str = "
     n_batches = check_int("n_batches", n_batches, minimum=1)
     if key is not None and not callable(key):
         raise ParameterError("key", key, "must be a callable applied to one record")
+    if isinstance(records, (str, bytes)):
+        raise ParameterError("records", records, "must be a sequence of records, not a single string")
     return np.array([hash_batch(key(r) if key else r, n_batches, salt) for r in records], dtype=np.int64)

@@ -126,6 +126,11 @@ class PrivacyContract:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "PrivacyContract":
         """Inverse of :meth:`to_dict` (extra keys such as ``rho_cost`` are ignored)."""
+        if not isinstance(data, Mapping):
+            raise ParameterError("data", data, "must be a mapping as written by PrivacyContract.to_dict()")
+        missing = [k for k in ("mechanism", "neighbouring", "unit", "measure", "sensitivity") if k not in data]
+        if missing:
+            raise ParameterError("data", dict(data), f"lacks the contract fields {missing}")
         fields = {k: data[k] for k in ("mechanism", "neighbouring", "unit", "measure", "sensitivity",
                                        "epsilon", "delta", "rho", "note", "sensitivity_norm") if k in data}
         return cls(**fields)

@@ -97,7 +97,7 @@ class PrivacyLedger:
         guarantees each record's batch is a function of that record alone
         (see :func:`dpkit.privacy.composition.hash_partition`).
         """
-        if isinstance(groups, bool):
+        if isinstance(groups, (bool, str, bytes)):
             raise ParameterError("groups", groups, "must be a number of batches or the batch of every record")
         if isinstance(groups, int) or (hasattr(groups, "is_integer") and not hasattr(groups, "__iter__")):
             n_groups = check_int("groups", groups, minimum=1)
