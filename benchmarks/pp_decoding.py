@@ -1,0 +1,110 @@
+"""Speed of private decoding (one forward pass per token over s+1 rows, KV cache).
+
+Prints, on the same model and prompts, for s in {8, 32}:
+
+* tokens/s of private decoding (``decode_batch``, SVT on, so both the private
+  and the public path are exercised) against a plain batched ``generate`` of
+  the same s + 1 prompts (transformers' sampling loop, KV cache), target ratio
+  of times <= 1.3;
+* against re-encoding the whole prefix at every step (``use_cache=False``, the
+  approach of earlier work), at 64 new tokens: the speed-up;
+* peak memory (resident set size, CPU; CUDA peak allocation on a GPU) at s = 32.
+
+"Tokens" are synthetic-text tokens: one per step for private decoding (all
+s + 1 rows advance by the same token) and one per step for ``generate`` too
+(each of its rows advances by one), so the ratio compares step times.
+
+Run: ``python benchmarks/pp_decoding.py [--tokens 64] [--sizes 8 32] [--json out.json]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import sys
+import time
+
+import numpy as np
+import torch
+
+from dpkit import runtime
+from dpkit.models import load_lm
+from dpkit.privpred import DecodeSettings, decode_batch, get_template
+
+
+def _prompts(lm, s: int, seed: int = 0):
+    from dpkit.data import load_rotten_tomatoes
+
+    data = load_rotten_tomatoes(max_per_class=max(40, s), seed=seed)
+    t = get_template("sentiment")
+    texts = [x for x, y in zip(data.train_texts, data.train_labels) if y == 1][:s]
+    return [t.render(lm, t.private_message(x, "Positive")) for x in texts], t.render(lm, t.public_message("Positive"))
+
+
+def _rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def time_private(lm, private, public, tokens: int, use_cache: bool = True) -> tuple[float, int]:
+    # SVT on with a mid threshold; r and max_steps = tokens so exactly `tokens` steps run
+    st = DecodeSettings(expected_batch_size=len(private), clip=10.0, temperature=2.0, max_private_tokens=tokens,
+                        max_new_tokens=tokens, svt_threshold=0.8, svt_sigma=0.2, max_steps=tokens, top_k=1024)
+    start = time.perf_counter()
+    res = decode_batch(lm, private, public, st, np.random.default_rng(0), use_cache=use_cache)
+    elapsed = time.perf_counter() - start
+    return elapsed, res.private_tokens + res.public_tokens
+
+
+@torch.inference_mode()
+def time_generate(lm, private, public, tokens: int) -> tuple[float, int]:
+    enc = lm.encode(private + [public])
+    torch.manual_seed(0)
+    start = time.perf_counter()
+    out = lm.model.generate(**enc, do_sample=True, temperature=2.0, top_k=0, top_p=1.0, max_new_tokens=tokens,
+                            min_new_tokens=tokens, pad_token_id=lm.tokenizer.pad_token_id)
+    elapsed = time.perf_counter() - start
+    return elapsed, int(out.shape[1] - enc["input_ids"].shape[1])
+
+
+def main(argv=None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tokens", type=int, default=64)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[8, 32])
+    parser.add_argument("--reencode-sizes", type=int, nargs="+", default=[8])
+    parser.add_argument("--json", default=None)
+    args = parser.parse_args(argv)
+    info = runtime.setup()
+    lm = load_lm()
+    results = {"device": str(lm.device), "threads": info["threads"], "model": lm.name, "tokens": args.tokens,
+               "sizes": {}}
+    print(f"model {lm.name} on {lm.device}, {info['threads']} threads, {args.tokens} new tokens")
+    for s in args.sizes:
+        private, public = _prompts(lm, s)
+        time_private(lm, private[:2], public, 4)  # warm-up
+        if lm.device.type == "cuda":
+            torch.cuda.reset_peak_memory_stats()
+        t_gen, n_gen = time_generate(lm, private, public, args.tokens)
+        t_priv, n_priv = time_private(lm, private, public, args.tokens)
+        row = {"generate_tokens_per_s": n_gen / t_gen, "private_tokens_per_s": n_priv / t_priv,
+               "ratio_private_over_generate_time_per_token": (t_priv / n_priv) / (t_gen / n_gen)}
+        if s in args.reencode_sizes:
+            t_re, n_re = time_private(lm, private, public, args.tokens, use_cache=False)
+            row["reencode_tokens_per_s"] = n_re / t_re
+            row["speedup_over_reencoding"] = (t_re / n_re) / (t_priv / n_priv)
+        if lm.device.type == "cuda":
+            row["peak_cuda_mb"] = torch.cuda.max_memory_allocated() / 2 ** 20
+        row["peak_rss_mb"] = _rss_mb()
+        results["sizes"][str(s)] = row
+        print(f"s={s:3d}: private {row['private_tokens_per_s']:.2f} tok/s, generate {row['generate_tokens_per_s']:.2f}"
+              f" tok/s, time ratio {row['ratio_private_over_generate_time_per_token']:.2f}"
+              + (f", re-encoding {row['reencode_tokens_per_s']:.2f} tok/s (speed-up {row['speedup_over_reencoding']:.1f}x)"
+                 if "speedup_over_reencoding" in row else "")
+              + f", peak RSS {row['peak_rss_mb']:.0f} MB")
+    if args.json:
+        runtime.write_results(args.json, results)
+    return results
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
