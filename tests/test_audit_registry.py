@@ -69,3 +69,11 @@ def test_unknown_name_is_a_parameter_error():
         registry.get("no_such_mechanism")
     with pytest.raises(ParameterError, match="epsilon"):
         registry.run_audit("laplace", -1.0)
+
+
+@pytest.mark.slow
+def test_no_triple_pair_really_has_no_triples():
+    """The DP-ST no-triple audits assume the real extractor finds nothing in either text."""
+    from dpkit.audit.adapters_dpst import check_no_triples
+
+    assert check_no_triples() == [[], []]

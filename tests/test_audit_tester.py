@@ -88,3 +88,9 @@ def test_argument_errors():
         audit(laplace(1.0), 0.0, 1.0, samples=100, rng=rng, claimed_epsilon=-1)
     with pytest.raises(ParameterError, match="statistics"):
         audit(lambda d, n, r: np.zeros((n, 100)), 0.0, 1.0, samples=100, rng=rng, output="continuous")
+
+
+def test_string_outcomes_are_never_truncated():
+    event = SetEvent(("a much longer outcome",))
+    assert not event.contains(np.array(["a much", "a much longer outcome"], dtype="<U6"))[0]
+    assert event.contains(np.array(["x", "a much longer outcome"]))[1]

@@ -73,7 +73,7 @@ class SetEvent:
         if not self.outcomes:
             return np.zeros(len(outputs), dtype=bool)
         if outputs.ndim == 1:
-            return np.isin(_plain(outputs), np.asarray(self.outcomes, dtype=_plain(outputs).dtype))
+            return np.isin(_plain(outputs), np.asarray(list(self.outcomes)))  # no dtype: never truncate
         wanted = np.asarray(self.outcomes, dtype=outputs.dtype).reshape(-1, outputs.shape[1])
         return np.isin(_row_keys(outputs), _row_keys(wanted))
 

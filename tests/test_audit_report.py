@@ -1,0 +1,87 @@
+"""The audit report: checklist, sensitivity re-checks, audits chosen from a ledger, verdict."""
+
+import numpy as np
+import pytest
+
+from dpkit.audit import report
+from dpkit.privacy import PrivacyLedger
+from dpkit.validate import ParameterError
+
+
+def _kps_ledger():
+    from dpkit.kps.rff import RandomFourierFeatures
+    from dpkit.kps.kde import release_dpkde
+    from dpkit.kps.vocabulary import release_noisy_histogram
+
+    rng = np.random.default_rng(0)
+    ledger = PrivacyLedger(delta=1e-5)
+    _, vocab = release_noisy_histogram([[0, 1]], 5, 4, 1.0, rng)
+    ledger.spend(vocab, "vocabulary")
+    kde = release_dpkde(rng.normal(size=(3, 4)), RandomFourierFeatures(4, 8, 1.0, rng), 2.0, rng)
+    ledger.spend_parallel(kde.contract, "kde per class", groups=3)
+    return ledger
+
+
+def test_checklist_has_every_item_and_the_statement():
+    rows = dict(report.checklist(_kps_ledger().to_dict(), {"delta": 1e-5}))
+    for key in ("1. DP setting", "2a. Data accesses covered", "2b. Final mechanism output", "2c. Unit of privacy",
+                "2d. Neighbouring relation", "3a. Type of accounting", "3b. Accounting assumptions",
+                "3c. Formal DP statement", "4. Transparency and verifiability"):
+        assert key in rows
+    assert rows["2c. Unit of privacy"] == "document" and rows["2d. Neighbouring relation"] == "add/remove"
+    assert "3-DP (pure)" in rows["3c. Formal DP statement"]  # 1 + 2, the parallel KDE counted once
+    assert "kde per class" in rows["3b. Accounting assumptions"]
+    assert rows["1. DP setting"].startswith("central")
+
+
+def test_edited_ledger_is_refused():
+    data = _kps_ledger().to_dict()
+    data["entries"][0]["rho"] = 0.01
+    with pytest.raises(ParameterError, match="stored rho"):
+        report.checklist(data)
+
+
+def test_sensitivity_rechecks_confirm_every_family():
+    from dpkit.dpst.mechanism import triple_contract
+    from dpkit.privacy.private_prediction import private_prediction_contract, private_token_contract, svt_contract
+
+    contracts = [e["contract"] for e in _kps_ledger().to_dict()["entries"]]
+    contracts += [private_token_contract(10, 10, 2).to_dict(), svt_contract(10, 0.2).to_dict(),
+                  private_prediction_contract(50, 10, 10, 2, svt_sigma=0.2).to_dict(),
+                  triple_contract(1.0).to_dict()]
+    for contract in contracts:
+        check = report.recheck_sensitivity(contract)
+        assert check.agrees is True, check
+
+
+def test_wrong_stated_sensitivity_is_flagged():
+    from dpkit.privacy.private_prediction import private_token_contract
+
+    contract = private_token_contract(10, 10, 2).to_dict()
+    contract["sensitivity"] = 0.5  # claims c/(2s)
+    assert report.recheck_sensitivity(contract).agrees is False
+    contract = _kps_ledger().to_dict()["entries"][0]["contract"]
+    contract["sensitivity"] = 2.0  # S is 4
+    assert report.recheck_sensitivity(contract).agrees is False
+    unknown = dict(contract, mechanism="my own mechanism")
+    assert report.recheck_sensitivity(unknown).agrees is None
+
+
+def test_audits_follow_the_ledger_and_the_verdict():
+    data = _kps_ledger().to_dict()
+    rows = report.run_audits(data, samples=2_000, seed=0)
+    assert {r["mechanism"] for r in rows} == {"kps_vocabulary", "kps_dpkde"}
+    assert {r["claimed_epsilon"] for r in rows} == {1.0, 2.0}
+    checks = [report.recheck_sensitivity(e["contract"]) for e in data["entries"]]
+    ok, text = report.verdict(checks, rows)
+    assert ok and text.startswith("NO VIOLATION FOUND")
+    ok, text = report.verdict(checks, rows + [{"mechanism": "x", "passed": False}])
+    assert not ok and "empirical epsilon above the claim for x" in text
+
+
+def test_private_prediction_audit_epsilon_is_per_token():
+    from dpkit.privacy.private_prediction import private_prediction_contract
+
+    contract = private_prediction_contract(50, 10, 10, 2).to_dict()
+    assert report.audit_epsilon(contract) == pytest.approx(1.0)  # 2c/(s tau)
+    assert report.audit_names_for(contract) == ("pp_token",)
