@@ -85,3 +85,13 @@ def test_private_prediction_audit_epsilon_is_per_token():
     contract = private_prediction_contract(50, 10, 10, 2).to_dict()
     assert report.audit_epsilon(contract) == pytest.approx(1.0)  # 2c/(s tau)
     assert report.audit_names_for(contract) == ("pp_token",)
+
+
+def test_private_prediction_with_svt_audits_both_parts():
+    from dpkit.privacy.private_prediction import private_prediction_contract
+
+    contract = private_prediction_contract(40, 10, 10, 2, svt_sigma=0.4).to_dict()
+    assert report.audit_plan(contract) == [("pp_token", pytest.approx(1.0)), ("pp_svt", pytest.approx(0.5))]
+    assert report.recheck_sensitivity(contract).agrees is True
+    contract["rho"] = contract["rho"] / 2  # a Theorem-1 cost stated too low
+    assert report.recheck_sensitivity(contract).agrees is False

@@ -100,8 +100,14 @@ def _private_token(contract: Mapping[str, Any]) -> SensitivityCheck:
         b = aggregate_logits(clip_and_recenter(np.vstack([batch, extra]), c), s)
         worst = max(worst, float(np.abs(b - a).max()))
     ok = _close(c / s, contract["sensitivity"]) and worst <= c / s + 1e-9
-    return SensitivityCheck(contract["mechanism"], contract["sensitivity"], c / s,
-                            f"c/s with c={c:g}, s={s:g}; largest change seen on extreme prompts {worst:.6g}", ok)
+    method = f"c/s with c={c:g}, s={s:g}; largest change seen on extreme prompts {worst:.6g}"
+    r, tau = _number(r"r=(\d+)", note), _number(r"tau=([0-9.eE+-]+)", note)
+    if "Algorithm 1" in contract["mechanism"] and r is not None and tau is not None:
+        sigma = _number(r"SVT sigma=([0-9.eE+-]+)", note)
+        rho = r * ((c / (s * tau)) ** 2 / 2 + (2.0 / (s * sigma) ** 2 if sigma else 0.0))  # Theorem 1
+        ok = ok and _close(rho, contract.get("rho") or -1.0)
+        method += f"; Theorem 1 rho re-derived: {rho:.6g}"
+    return SensitivityCheck(contract["mechanism"], contract["sensitivity"], c / s, method, ok)
 
 
 def _above_threshold(contract: Mapping[str, Any]) -> SensitivityCheck:
@@ -250,6 +256,18 @@ def verdict(sensitivity_checks: list[SensitivityCheck], audit_rows: list[Mapping
     return True, text
 
 
+def audit_plan(contract: Mapping[str, Any]) -> list[tuple[str, float]]:
+    """(audit name, claimed epsilon) pairs for one ledger contract: its family's correct audits at the
+    per-release epsilon; a private prediction run with SVT also audits the gate at 2/(s sigma)."""
+    epsilon = audit_epsilon(contract)
+    plan = [] if epsilon is None else [(name, epsilon) for name in audit_names_for(contract)]
+    note = contract.get("note", "")
+    s, sigma = _number(r"s=([0-9.eE+-]+)", note), _number(r"SVT sigma=([0-9.eE+-]+)", note)
+    if re.search(r"private prediction", contract.get("mechanism", "")) and s and sigma:
+        plan.append(("pp_svt", 2.0 / (s * sigma)))
+    return plan
+
+
 def audit_epsilon(contract: Mapping[str, Any]) -> float | None:
     """The per-release epsilon an empirical audit of this contract's mechanism should be built for."""
     if contract.get("measure") in ("pure", "bounded-range") and contract.get("epsilon"):
@@ -269,11 +287,7 @@ def run_audits(ledger_data: Mapping[str, Any], samples: int = 20_000, seed: int 
 
     rows, done = [], set()
     for entry in ledger_data.get("entries", []):
-        contract = entry["contract"]
-        epsilon = audit_epsilon(contract)
-        if epsilon is None:
-            continue
-        for name in audit_names_for(contract):
+        for name, epsilon in audit_plan(entry["contract"]):
             if (name, epsilon) in done:
                 continue
             done.add((name, epsilon))
