@@ -4,10 +4,17 @@ import numpy as np
 import pytest
 import torch
 
+from dpkit import runtime
 from dpkit.models import load_embedder, load_lm
 from dpkit.validate import ParameterError
 
 pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _threads():
+    # torch's default (all cores) oversubscribes a busy machine; DPKIT_THREADS (1 in tests) wins
+    runtime.setup()
 
 
 @pytest.fixture(scope="module")

@@ -37,16 +37,11 @@ def load_rotten_tomatoes(n_classes: int | None = None, max_per_class: int | None
     test_fraction, seed, max_per_class, max_documents = check_split_args(
         test_fraction, seed, max_per_class, max_documents)
     records = _records()
-    if n_classes is not None:
-        keep = largest_classes(Counter(y for _, y in records), n_classes,
-                               available_note=" (negative, positive)")
-        if len(keep) < len(LABEL_NAMES):
-            index = {y: k for k, y in enumerate(keep)}
-            return split_dataset("rotten_tomatoes", [t for t, y in records if y in index],
-                                 [index[y] for _, y in records if y in index],
-                                 [LABEL_NAMES[y] for y in keep], test_fraction=test_fraction,
-                                 seed=seed, max_per_class=max_per_class,
-                                 max_documents=max_documents)
-    return split_dataset("rotten_tomatoes", [t for t, _ in records], [y for _, y in records],
-                         LABEL_NAMES, test_fraction=test_fraction, seed=seed,
+    keep = [0, 1] if n_classes is None else sorted(
+        largest_classes(Counter(y for _, y in records), n_classes,
+                        available_note=" (negative, positive)"))
+    index = {y: k for k, y in enumerate(keep)}
+    kept = [(t, index[y]) for t, y in records if y in index]
+    return split_dataset("rotten_tomatoes", [t for t, _ in kept], [y for _, y in kept],
+                         [LABEL_NAMES[y] for y in keep], test_fraction=test_fraction, seed=seed,
                          max_per_class=max_per_class, max_documents=max_documents)

@@ -48,7 +48,7 @@ def _english(n: int, min_length: int, remove_stop_words: bool) -> tuple[str, ...
 
 
 def _stop_words() -> frozenset[str]:
-    from sklearn.feature_extraction._stop_words import ENGLISH_STOP_WORDS
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
     return frozenset(ENGLISH_STOP_WORDS)
 
