@@ -95,3 +95,16 @@ def test_private_prediction_with_svt_audits_both_parts():
     assert report.recheck_sensitivity(contract).agrees is True
     contract["rho"] = contract["rho"] / 2  # a Theorem-1 cost stated too low
     assert report.recheck_sensitivity(contract).agrees is False
+
+
+def test_ledger_from_a_run_folder(tmp_path):
+    from dpkit.runs import Run
+
+    ledger = _kps_ledger()
+    Run(tmp_path / "run", params={"delta": 1e-5, "eps": 3}, seed=4, ledger=ledger)
+    data, params = report.load_ledger_source(tmp_path / "run")
+    assert len(data["entries"]) == 2 and params["eps"] == 3 and "seed 4" in params["code"]
+    ledger.save(tmp_path / "ledger.json")
+    assert report.load_ledger_source(tmp_path / "ledger.json")[0]["entries"] == data["entries"]
+    with pytest.raises(ParameterError, match="ledger_path"):
+        report.load_ledger_source(tmp_path / "missing.json")

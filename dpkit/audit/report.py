@@ -326,3 +326,30 @@ def example_kps_run(seed: int = 0, real_embedder: bool = True, max_per_class: in
                         "data, so none to account for",
               "config": {k: getattr(config, k) for k in ("eps_voc", "eps_kde", "S", "N", "n_features")}}
     return model.ledger.to_dict(), params
+
+
+def load_ledger_source(path) -> tuple[dict, dict]:
+    """``(ledger_dict, params)`` from a saved ledger JSON, a run's ``manifest.json`` or a run folder.
+
+    From a run (:class:`dpkit.runs.Run`) the params are the manifest's ``params``
+    plus its ``seed`` and package versions (for the transparency item).
+    """
+    import json
+    from pathlib import Path
+
+    path = Path(path)
+    if path.is_dir():
+        path = path / "manifest.json"
+    if not path.is_file():
+        raise ParameterError("ledger_path", str(path), "must be a ledger JSON, a run's manifest.json or a run folder")
+    data = json.loads(path.read_text())
+    if "entries" in data:
+        return data, {}
+    if "ledger" in data:
+        if not data["ledger"]:
+            raise ParameterError("ledger_path", str(path), "is a run manifest without a ledger (nothing was spent)")
+        params = dict(data.get("params") or {})
+        params.setdefault("code", f"dpkit run manifest {path}; seed {data.get('seed')}; "
+                                  f"versions {data.get('versions')}")
+        return data["ledger"], params
+    raise ParameterError("ledger_path", str(path), "holds neither ledger entries nor a run manifest")
