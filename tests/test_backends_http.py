@@ -31,6 +31,7 @@ class FakeAPI:
         self.in_flight = 0
         self.max_in_flight = 0
         self.delay = 0.0
+        self.hold = 0          # >0: each request waits (up to 1 s) until this many are in flight
 
     def next_action(self):
         with self.lock:
@@ -88,6 +89,9 @@ def make_handler(api: FakeAPI):
                 api.max_in_flight = max(api.max_in_flight, api.in_flight)
             try:
                 action = api.next_action()
+                deadline = time.monotonic() + 1.0
+                while api.hold and api.in_flight < api.hold and time.monotonic() < deadline:
+                    time.sleep(0.005)
                 if api.delay:
                     time.sleep(api.delay)
                 if action and action[0] == "stall":
@@ -213,7 +217,7 @@ def test_non_retryable_error_fails_at_once_without_leaking_the_key(api):
 
 
 def test_concurrency_limit_and_order(api):
-    api.delay = 0.1
+    api.hold, api.delay = 2, 0.05          # requests wait for a partner: overlap is certain
     backend = openai_backend(api, concurrency=2)
     prompts = [Public(f"p{i}") for i in range(6)]
     out = backend.generate_batch(prompts)
@@ -221,7 +225,7 @@ def test_concurrency_limit_and_order(api):
     assert api.max_in_flight == 2
     api.max_in_flight = 0
     threads = [threading.Thread(target=backend.generate_batch, args=([Public(f"t{j}{i}") for i in range(3)],))
-               for j in range(3)]
+               for j in range(2)]
     for thread in threads:
         thread.start()
     for thread in threads:
