@@ -163,5 +163,6 @@ def test_every_loader_takes_the_common_arguments(name):
 
 
 def test_rotten_tomatoes_n_classes():
-    assert load_rotten_tomatoes(n_classes=2, max_per_class=5).label_names == ("negative", "positive")
+    both = load_rotten_tomatoes(n_classes=2, max_per_class=5)
+    assert both.label_names == ("negative", "positive")
     assert load_rotten_tomatoes(n_classes=1, max_per_class=5).label_names == ("positive",)

@@ -55,7 +55,8 @@ def test_max_documents_total_and_every_class_kept(sizes, seed, data):
 
 def test_clean_text_and_records():
     assert clean_text("  a\n\tb   c ") == "a b c"
-    assert clean_records([(" x ", 0), ("x", 1), ("", 0), ("\n", 1), ("y", 1)]) == [("x", 0), ("y", 1)]
+    records = [(" x ", 0), ("x", 1), ("", 0), ("\n", 1), ("y", 1)]
+    assert clean_records(records) == [("x", 0), ("y", 1)]
 
 
 def test_dataset_is_frozen_and_validated():

@@ -49,11 +49,11 @@ class Dataset:
             object.__setattr__(self, f"{part}_texts", tuple(texts))
             object.__setattr__(self, f"{part}_labels", labels)
             if labels.ndim != 1 or len(labels) != len(texts):
-                raise ParameterError(f"{part}_labels", labels,
-                                     f"must be a 1-d sequence as long as {part}_texts ({len(texts)})")
+                raise ParameterError(f"{part}_labels", labels, "must be a 1-d sequence as long "
+                                     f"as {part}_texts ({len(texts)})")
             if len(labels) and (labels.min() < 0 or labels.max() >= len(self.label_names)):
-                raise ParameterError(f"{part}_labels", labels,
-                                     f"must be indices into label_names (0..{len(self.label_names) - 1})")
+                raise ParameterError(f"{part}_labels", labels, "must be indices into "
+                                     f"label_names (0..{len(self.label_names) - 1})")
         object.__setattr__(self, "label_names", tuple(self.label_names))
 
     @property
