@@ -61,3 +61,15 @@ def test_errors_name_the_parameter():
         clopper_pearson_lower(1.5, 10, 0.05)
     with pytest.raises(ParameterError, match="alpha"):
         clopper_pearson_upper(1, 10, 0.0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(10, 3000), a=st.floats(0, 1), b=st.floats(0, 1), step=st.integers(1, 5))
+def test_bound_grows_with_evidence(n, a, b, step):
+    """More hits on the numerator side, or fewer on the denominator side, never lower the bound."""
+    k1, k0 = int(a * n), int(b * n)
+    base = epsilon_lower_bound(k1, n, k0, n)
+    assert epsilon_lower_bound(min(n, k1 + step), n, k0, n) >= base - 1e-12
+    assert epsilon_lower_bound(k1, n, max(0, k0 - step), n) >= base - 1e-12
+    if k0 > 0 and k1 > 0:  # a lower confidence bound never exceeds the point estimate
+        assert base <= max(0.0, math.log(k1 / k0)) + 1e-12
