@@ -13,10 +13,22 @@ through a DP mechanism of dpkit).
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 from pathlib import Path
 
 
 def _generate(args: argparse.Namespace) -> int:
+    from dpkit.backends import BackendError, PrivateTextError
+
+    try:
+        return _run(args)
+    except (PrivateTextError, BackendError) as error:
+        print(f"dpkit generate: {error}", file=sys.stderr)
+        return 1
+
+
+def _run(args: argparse.Namespace) -> int:
     from dpkit import runtime
     from dpkit.backends import Public, get_backend
     from dpkit.runs import Run
@@ -27,8 +39,9 @@ def _generate(args: argparse.Namespace) -> int:
         raise SystemExit(f"prompts file {str(path)!r} does not exist")
     lines = [line.strip() for line in path.read_text(encoding="utf-8").splitlines()]
     prompts = {f"line{i}": (Public(text) if args.public else text) for i, text in enumerate(lines) if text}
-    backend = get_backend(args.backend, args.model, cache=not args.no_cache, batch_size=args.batch_size) \
-        if (args.backend or "local") == "local" else get_backend(args.backend, args.model, cache=not args.no_cache)
+    name = args.backend or os.environ.get("DPKIT_BACKEND") or "local"
+    options = {"batch_size": args.batch_size} if name == "local" else {}
+    backend = get_backend(name, args.model, cache=not args.no_cache, **options)
     generation = dict(max_new_tokens=args.max_new_tokens, temperature=args.temperature, seed=args.seed)
     params = {"prompts_file": path.name, "n_prompts": len(prompts), "backend": backend.name,
               "model": backend.model, **generation}
