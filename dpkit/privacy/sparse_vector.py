@@ -6,7 +6,8 @@ query above.  For queries of sensitivity ``sensitivity`` (chosen adaptively),
 releasing the index of the first query above is (2 sensitivity / sigma)-DP
 {cite}`dwork2009complexity`, hence 2 sensitivity^2 / sigma^2 zCDP; with
 sensitivity 1/s this is Lemma 5 of {cite}`amin2024private` (rho = 2/(s sigma)^2).
-The cost is paid once per halt; any number of "below" answers before it are free.
+One run (up to and including its first "above", or to the end of the queries) costs
+epsilon once; the "below" answers inside it are free.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ class AboveThreshold:
             mechanism="AboveThreshold", neighbouring=self.neighbouring, unit=self.unit, measure="pure",
             sensitivity=self.sensitivity, epsilon=self.epsilon, sensitivity_norm="per query",
             note=f"threshold + Laplace({self.sigma:.6g}), queries + Laplace({2 * self.sigma:.6g}); "
-                 "paid once per halt (first query above)")
+                 "paid once per run, which ends at the first query above")
 
     def run(self, query_values, rng: np.random.Generator, size=None) -> np.ndarray:
         """Index of the first query whose noisy value reaches the noisy threshold, -1 if none.
