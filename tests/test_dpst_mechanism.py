@@ -104,3 +104,19 @@ def test_empty_clusters_are_dropped():
     bank = TripleBank(np.array(["t"] * 12), emb)
     corpus = cluster_bank(bank, 5)
     assert corpus.k <= 2 and corpus.sizes().min() >= 1 and corpus.meta["k_requested"] == 5
+
+
+def test_faiss_index_agrees_with_brute_force():
+    pytest.importorskip("faiss")
+    from dpkit.dpst.index import FaissIndex, VectorIndex
+
+    rng = np.random.default_rng(6)
+    cents, xs = _unit_rows(rng, 30, 8), _unit_rows(rng, 50, 8)
+    index = FaissIndex(cents)
+    assert isinstance(index, VectorIndex) and len(index) == 30
+    _, ids = index.search(xs, 2)
+    np.testing.assert_array_equal(ids, BruteForceIndex(cents).search(xs, 2)[1])
+    corpus, _ = toy_corpus(k=6)
+    plugged = TripleCorpus(corpus.texts, corpus.embeddings, corpus.labels, corpus.centroids, index_factory=FaissIndex)
+    np.testing.assert_array_equal(plugged.nearest_centroid(corpus.embeddings),
+                                  corpus.nearest_centroid(corpus.embeddings))

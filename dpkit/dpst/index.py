@@ -2,25 +2,15 @@
 
 DP-ST needs one nearest-neighbour query per triple: which cluster centroid is
 closest (by cosine) to the triple's embedding. With the thousands of public
-triples of the book an exact numpy search is fastest; a user with millions of
-triples and hundreds of thousands of centroids can plug in any approximate
-index (FAISS, hnswlib, a vector database) by implementing :class:`VectorIndex`:
-
-.. code-block:: python
-
-    class FaissIndex:                       # sketch for faiss-cpu, not shipped
-        def __init__(self, vectors):
-            import faiss
-            self.index = faiss.IndexFlatIP(vectors.shape[1])   # or IndexHNSWFlat
-            self.index.add(np.ascontiguousarray(vectors, dtype=np.float32))
-        def __len__(self):
-            return self.index.ntotal
-        def search(self, queries, top):
-            scores, ids = self.index.search(np.ascontiguousarray(queries, dtype=np.float32), top)
-            return scores, ids
-
-and passing ``index_factory=FaissIndex`` to
-:meth:`dpkit.dpst.corpus.TripleCorpus.load` / ``build_public_corpus``.
+triples of the book an exact numpy search is fastest (:class:`BruteForceIndex`,
+the default). A user with millions of triples and hundreds of thousands of
+centroids can plug in any index that implements :class:`VectorIndex`
+(``__len__`` and ``search(queries, top) -> (scores, ids)``): :class:`FaissIndex`
+wraps ``faiss-cpu`` (exact inner product, or HNSW with ``hnsw_neighbours``), and
+hnswlib or a vector database fit the same two methods. Pass the class (or any
+callable ``vectors -> index``) as ``index_factory=`` to
+:func:`dpkit.dpst.corpus.load_public_corpus`, ``cluster_bank`` or
+``TripleCorpus.load``.
 
 Privacy note: the index only decides *which neighbourhood* a triple is
 privatized in. In the neighbourhood-aware variant that choice is made from the
@@ -77,3 +67,36 @@ class BruteForceIndex:
             order = np.argsort(-np.take_along_axis(scores, part, axis=1), axis=1, kind="stable")
             ids = np.take_along_axis(part, order, axis=1)
         return np.take_along_axis(scores, ids, axis=1), ids
+
+
+class FaissIndex:
+    """The same interface over ``faiss`` (``pip install faiss-cpu``): exact inner product by
+    default, an HNSW graph (approximate, much faster for very many centroids) when
+    ``hnsw_neighbours`` is given."""
+
+    def __init__(self, vectors: np.ndarray, hnsw_neighbours: int | None = None):
+        try:
+            import faiss
+        except ImportError as exc:  # pragma: no cover - depends on the environment
+            raise ImportError("FaissIndex needs faiss: pip install faiss-cpu") from exc
+        vectors = check_finite_array("vectors", vectors, ndim=2)
+        if len(vectors) == 0:
+            raise ParameterError("vectors", vectors, "needs at least one vector")
+        dim = vectors.shape[1]
+        if hnsw_neighbours is None:
+            self.index = faiss.IndexFlatIP(dim)
+        else:
+            self.index = faiss.IndexHNSWFlat(dim, check_int("hnsw_neighbours", hnsw_neighbours, minimum=2),
+                                             faiss.METRIC_INNER_PRODUCT)
+        self.index.add(np.ascontiguousarray(vectors, dtype=np.float32))
+
+    def __len__(self) -> int:
+        return int(self.index.ntotal)
+
+    def search(self, queries: np.ndarray, top: int = 1) -> tuple[np.ndarray, np.ndarray]:
+        queries = np.ascontiguousarray(np.atleast_2d(np.asarray(queries, dtype=np.float32)))
+        if queries.shape[1] != self.index.d:
+            raise ParameterError("queries", queries, f"must have {self.index.d} columns")
+        top = check_int("top", top, minimum=1, maximum=len(self))
+        scores, ids = self.index.search(queries, top)
+        return scores, ids.astype(np.int64)
