@@ -1,9 +1,10 @@
-"""Shared test settings: offline hubs, few threads, a private model cache if asked."""
+"""Shared test settings: offline hubs and one torch thread per test worker."""
 
 import os
 
-from dpkit import runtime
-
-runtime.set_offline()
 os.environ.setdefault("MPLBACKEND", "Agg")
 os.environ.setdefault("DPKIT_THREADS", "1")
+
+from dpkit import runtime  # noqa: E402
+
+runtime.setup()

@@ -1,6 +1,22 @@
-"""The embedded local models: a small causal LM and a sentence embedder, loaded offline."""
+"""The embedded local models: a small causal LM and a sentence embedder, loaded offline.
 
-from dpkit.models.embed import Embedder, load_embedder
-from dpkit.models.lm import LocalLM, load_lm
+Attributes are imported lazily so that ``dpkit.models.packages`` (used by the data
+loaders) does not pull in torch.
+"""
 
-__all__ = ["Embedder", "LocalLM", "load_embedder", "load_lm"]
+from importlib import import_module
+
+_LAZY = {
+    "Embedder": "dpkit.models.embed",
+    "load_embedder": "dpkit.models.embed",
+    "LocalLM": "dpkit.models.lm",
+    "load_lm": "dpkit.models.lm",
+}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        return getattr(import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'dpkit.models' has no attribute {name!r}")
