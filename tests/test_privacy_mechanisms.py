@@ -165,3 +165,11 @@ def test_above_threshold():
     b = AboveThreshold(0.5, 0.3).run(rng(14).uniform(size=(20, 8)), rng(15), size=3)
     np.testing.assert_array_equal(a, b)
     assert a.shape == (3, 20)
+
+
+def test_classical_calibration_refuses_where_it_is_false():
+    # sigma = sqrt(2 log(1.25/delta))/epsilon does not give (epsilon, delta)-DP at epsilon = 10
+    assert gaussian_delta(classical_sigma(1.0, 10.0, 1e-6), 1.0, 10.0) > 1e-6
+    with pytest.raises(ParameterError, match="analytic"):
+        Gaussian(1.0, epsilon=10.0, delta=1e-6, calibration="classical")
+    assert Gaussian(1.0, epsilon=10.0, delta=1e-6).delta_at(10.0) <= 1e-6

@@ -102,6 +102,12 @@ class Gaussian:
             self.delta = check_probability("delta", delta)
             calibrate = analytic_sigma if self.calibration == "analytic" else classical_sigma
             self.sigma = calibrate(self.sensitivity, self.epsilon, self.delta)
+            exact = gaussian_delta(self.sigma, self.sensitivity, self.epsilon)
+            if exact > self.delta:
+                # the classical formula is proved for epsilon < 1 and fails for large epsilon
+                raise ParameterError("epsilon", self.epsilon,
+                                     f"the {self.calibration} calibration sigma={self.sigma:.4g} only reaches "
+                                     f"delta={exact:.3g} > {self.delta:.3g} here; use calibration='analytic'")
         self.scale = self.sigma
         self.unit = check_unit(unit)
         self.neighbouring = check_neighbouring(neighbouring)
