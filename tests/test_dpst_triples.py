@@ -86,3 +86,18 @@ def test_lm_perplexity_prefers_fluent_triples():
 
     ppl = lm_perplexity(["The company bought Instagram", "company the Instagram bought"])
     assert ppl[0] < ppl[1]
+
+
+def test_deduplicate_many_equals_per_document_and_batches_scoring():
+    from dpkit.dpst.dedup import deduplicate_many
+
+    docs = [["the company bought Instagram", "the company bought WhatsApp"], [], ["I was so angry", "I was angry", "x y z"]]
+    calls = []
+
+    def scorer(ts):
+        calls.append(len(ts))
+        return np.array([len(t) for t in ts], dtype=float)
+
+    got = deduplicate_many(docs, scorer=scorer)
+    assert got == [deduplicate(d, scorer=lambda ts: np.array([len(t) for t in ts], float)) for d in docs]
+    assert calls == [4]

@@ -131,13 +131,12 @@ def build_triple_bank(texts: Sequence[str], embedder=None, dedup: bool = True, t
                       num_perm: int = 128, scorer="unigram", max_phrase_tokens: int = 8,
                       meta: dict | None = None) -> TripleBank:
     """Extract, deduplicate (near duplicates per document, exact ones across) and embed public triples."""
-    from dpkit.dpst.dedup import deduplicate
+    from dpkit.dpst.dedup import deduplicate_many
     from dpkit.dpst.triples import extract_triples_batch
 
     per_doc = [[t.text for t in doc] for doc in extract_triples_batch(texts, max_phrase_tokens=max_phrase_tokens)]
     if dedup:  # near duplicates within a document (overlapping extractions), as for private text
-        per_doc = [deduplicate(doc, threshold=threshold, num_perm=num_perm, scorer=scorer) if len(doc) > 1
-                   else doc for doc in per_doc]
+        per_doc = deduplicate_many(per_doc, threshold=threshold, num_perm=num_perm, scorer=scorer)
     seen, triples = set(), []
     for doc in per_doc:  # exact duplicates across documents
         for t in doc:

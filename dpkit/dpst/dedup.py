@@ -161,3 +161,24 @@ def deduplicate(items: Sequence[T], texts: Sequence[str] | None = None, threshol
         scores[contested] = got
     keep = sorted(min(g, key=lambda i: (scores[i], i)) for g in groups)
     return [items[i] for i in keep]
+
+
+def deduplicate_many(documents: Sequence[Sequence[str]], threshold: float = 0.4, num_perm: int = 128,
+                     scorer: Scorer | str | None = None, seed: int = 1) -> list[list[str]]:
+    """:func:`deduplicate` applied to each document's texts separately, with the tie-breaking
+    scores of all documents computed in one batched call (one LM pass instead of one per document)."""
+    documents = [list(d) for d in documents]
+    groups = [near_duplicate_groups(d, threshold=threshold, num_perm=num_perm, seed=seed) if d else []
+              for d in documents]
+    contested = [(i, j) for i, doc_groups in enumerate(groups) for g in doc_groups if len(g) > 1 for j in g]
+    scores: dict[tuple[int, int], float] = {}
+    if contested:
+        got = np.asarray(resolve_scorer(scorer)([documents[i][j] for i, j in contested]), dtype=float)
+        if got.shape != (len(contested),) or not np.all(np.isfinite(got)):
+            raise ParameterError("scorer", scorer, "must return one finite score per text")
+        scores = dict(zip(contested, got.tolist()))
+    out = []
+    for i, doc_groups in enumerate(groups):
+        keep = sorted(min(g, key=lambda j: (scores.get((i, j), 0.0), j)) for g in doc_groups)
+        out.append([documents[i][j] for j in keep])
+    return out

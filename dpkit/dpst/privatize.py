@@ -167,16 +167,13 @@ class DPST:
     # ----------------------------------------------------------- extraction
     def extract(self, texts: Sequence[str]) -> list[list[str]]:
         """Deduplicated triple texts per document (private intermediate values)."""
-        from dpkit.dpst.dedup import deduplicate
+        from dpkit.dpst.dedup import deduplicate_many
         from dpkit.dpst.triples import extract_triples_batch
 
-        out = []
-        for triples in extract_triples_batch(texts):
-            texts_ = [t.text for t in triples]
-            if self.dedup and len(texts_) > 1:
-                texts_ = deduplicate(texts_, threshold=self.threshold, num_perm=self.num_perm, scorer=self.scorer)
-            out.append(texts_)
-        return out
+        found = [[t.text for t in triples] for triples in extract_triples_batch(texts)]
+        if not self.dedup:
+            return found
+        return deduplicate_many(found, threshold=self.threshold, num_perm=self.num_perm, scorer=self.scorer)
 
     # ---------------------------------------------------------- privatizing
     def privatize(self, text: str, rng: np.random.Generator, trace: bool = False) -> PrivateDocument:
