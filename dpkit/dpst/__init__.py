@@ -15,7 +15,7 @@ Pipeline, one module per step:
 """
 
 from dpkit.dpst.corpus import TripleBank, TripleCorpus, build_triple_bank, cluster_bank, load_public_corpus
-from dpkit.dpst.dedup import deduplicate, lm_perplexity, near_duplicate_groups
+from dpkit.dpst.dedup import deduplicate, deduplicate_many, lm_perplexity, near_duplicate_groups, unigram_perplexity
 from dpkit.dpst.hashing import HashEmbedder
 from dpkit.dpst.index import BruteForceIndex, FaissIndex, VectorIndex
 from dpkit.dpst.mechanism import (clipped_cosine, log_probabilities, nearest_neighbourhood,
@@ -26,7 +26,7 @@ from dpkit.dpst.triples import Triple, extract_triples, extract_triples_batch, l
 __all__ = [
     "BruteForceIndex", "DPST", "FaissIndex", "HashEmbedder", "NoTriplesError", "Prepared", "PrivateDocument", "Triple",
     "TripleBank", "TripleCorpus", "VectorIndex", "build_triple_bank", "cluster_bank", "clipped_cosine",
-    "deduplicate", "document_budget", "extract_triples", "extract_triples_batch", "lm_perplexity",
+    "deduplicate", "deduplicate_many", "document_budget", "extract_triples", "extract_triples_batch", "lm_perplexity",
     "load_parser", "load_public_corpus", "log_probabilities", "near_duplicate_groups", "nearest_neighbourhood",
-    "sample_in_neighbourhood", "sample_neighbourhood", "triple_contract",
+    "sample_in_neighbourhood", "sample_neighbourhood", "triple_contract", "unigram_perplexity",
 ]
