@@ -88,6 +88,8 @@ def test_table_lists_entries_and_totals():
     (lambda: PrivacyLedger().spend(Laplace(1, epsilon=1).contract, "x", count=-1), "count"),
     (lambda: PrivacyLedger().spend_parallel(Laplace(1, epsilon=1).contract, "x", groups=0), "groups"),
     (lambda: PrivacyLedger().epsilon(), "delta"),
+    (lambda: PrivacyLedger().would_exceed(None), "contract"),
+    (lambda: PrivacyLedger().would_exceed(Laplace(1, epsilon=1).contract, count=-2), "count"),
 ])
 def test_bad_arguments(call, name):
     with pytest.raises(ParameterError) as info:

@@ -137,6 +137,9 @@ class PrivacyLedger:
 
     def would_exceed(self, contract: PrivacyContract, count: int = 1) -> bool:
         """True when spending ``count`` runs of ``contract`` would break the budget."""
+        if not isinstance(contract, PrivacyContract):
+            raise ParameterError("contract", contract, "must be a PrivacyContract (e.g. mechanism.contract)")
+        count = check_int("count", count, minimum=0)
         try:
             approx = contract.measure == "approx"
             self._check_budget(0.0 if approx else count * contract.rho(),
