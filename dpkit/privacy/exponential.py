@@ -27,7 +27,10 @@ from dpkit.privacy.contract import PrivacyContract
 
 
 def _check_log_weights(name: str, log_weights) -> np.ndarray:
-    array = np.asarray(log_weights, dtype=float)
+    try:
+        array = np.asarray(log_weights, dtype=float)
+    except (TypeError, ValueError):
+        raise ParameterError(name, log_weights, "must be an array of real numbers") from None
     if array.ndim == 0 or array.shape[-1] == 0:
         raise ParameterError(name, log_weights, "must have at least one candidate along the last axis")
     if np.isnan(array).any() or np.isposinf(array).any():
