@@ -58,7 +58,7 @@ def train_classifier(x_train, y_train, n_classes: int, *, x_unlabeled=None, cora
         for p in model.parameters():
             p.copy_(torch.randn(p.shape, generator=gen) * (1.0 / np.sqrt(p.shape[-1])))
     xs = torch.as_tensor(x_train, dtype=torch.float32)
-    ys = torch.as_tensor(y_train, dtype=torch.long)
+    ys = torch.as_tensor(np.array(y_train), dtype=torch.long)
     xt = None if x_unlabeled is None else torch.as_tensor(x_unlabeled, dtype=torch.float32)
     opt = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
     for _ in range(check_int("epochs", epochs, minimum=1)):

@@ -1,0 +1,84 @@
+"""Prompts are privatized by construction; evaluation helpers; CORAL (fake backend, random embeddings)."""
+
+import numpy as np
+import pytest
+
+from dpkit.backends import Privatized, Public
+from dpkit.kps.evaluate import coral_loss, keyphrase_documents, train_classifier, accuracy
+from dpkit.kps.experiment import MemoEmbedder, kps_corpus, only_llm_corpus, real_subset, split_client
+from dpkit.kps.pipeline import KPSConfig, fit_kps
+from dpkit.kps.prompts import class_prompt, kps_prompt
+from dpkit.validate import ParameterError
+from test_kps_pipeline import LABELS, NAMES, TEXTS, VOCAB, HashEmbedder
+
+
+class EchoBackend:
+    """Records prompts; answers with the prompt's last line (stands in for an LLM in plumbing tests)."""
+
+    def __init__(self):
+        self.seen = []
+
+    def generate_batch(self, prompts, max_new_tokens=64, temperature=0.0, seed=0, **kw):
+        self.seen += list(prompts)
+        return [f"text {seed}: {p[-40:]}" for p in prompts]
+
+
+def test_kps_prompt_is_privatized_and_never_names_the_class():
+    cfg = KPSConfig(S=3, N=8, L=3, n_features=32)
+    model = fit_kps(TEXTS, LABELS, NAMES, VOCAB, HashEmbedder(), cfg, np.random.default_rng(0))
+    backend = EchoBackend()
+    corpus = kps_corpus(model, backend, "medical record", 2, np.random.default_rng(1))
+    assert len(corpus["texts"]) == 6 and corpus["labels"].tolist() == [0, 0, 1, 1, 2, 2]
+    for prompt, seq in zip(backend.seen, corpus["sequences"]):
+        assert isinstance(prompt, Privatized)
+        assert all(term in prompt for term in seq)
+        assert not any(name in prompt for name in NAMES)
+        assert "medical record" in prompt
+
+
+def test_few_shot_examples_are_marked_public_and_class_prompt():
+    p = kps_prompt(["a", "b"], "note", {"mechanism": "test"}, examples=["example one"])
+    assert isinstance(p, Privatized) and "example one" in p
+    q = class_prompt("note", "cardiology")
+    assert isinstance(q, Public) and "cardiology" in q
+    with pytest.raises(ParameterError):
+        kps_prompt([], "note", {"mechanism": "test"})
+    with pytest.raises(ParameterError):
+        kps_prompt(["a"], "", {"mechanism": "test"})
+
+
+def test_only_llm_uses_one_seed_per_round():
+    backend = EchoBackend()
+    out = only_llm_corpus(backend, "note", ["x", "y"], 3, seed=5)
+    assert out["labels"].tolist() == [0, 1, 0, 1, 0, 1]
+    assert out["texts"][0].startswith("text 5") and out["texts"][-1].startswith("text 7")
+
+
+def test_splits_and_subsets():
+    rng = np.random.default_rng(0)
+    client, test = split_client([str(i) for i in range(10)], list(range(10)), rng)
+    assert not set(client["texts"]) & set(test["texts"]) and len(test["labels"]) == 5
+    sub = real_subset([str(i) for i in range(10)], [0] * 5 + [1] * 5, 2, rng)
+    assert sorted(sub["labels"].tolist()) == [0, 0, 1, 1]
+    assert keyphrase_documents(["heart failure and gum", "nothing"], ["gum", "heart failure"], 5) == \
+        ["heart failure, gum", ""]
+    memo = MemoEmbedder(HashEmbedder())
+    assert np.allclose(memo.encode(["a", "b", "a"])[0], memo.encode(["a"])[0])
+
+
+def test_classifier_and_coral():
+    import torch
+
+    rng = np.random.default_rng(0)
+    x = np.vstack([rng.normal(0, 1, (40, 5)) + 3, rng.normal(0, 1, (40, 5)) - 3])
+    y = np.repeat([0, 1], 40)
+    predict = train_classifier(x, y, 2, epochs=100)
+    assert accuracy(predict, x, y) > 0.95
+    predict = train_classifier(x, y, 2, x_unlabeled=x + 0.5, coral_weight=1.0, epochs=100)
+    assert accuracy(predict, x, y) > 0.9
+    a = torch.randn(50, 4, generator=torch.Generator().manual_seed(0))
+    assert float(coral_loss(a, a)) == 0.0 and float(coral_loss(a, 3 * a)) > 0
+    with pytest.raises(ParameterError, match="x_unlabeled"):
+        train_classifier(x, y, 2, coral_weight=1.0)
+    with pytest.raises(ParameterError, match="y_train"):
+        train_classifier(x, y[:3], 2)
