@@ -175,8 +175,8 @@ def generate_synthetic(records: Sequence[str], template: PromptTemplate, config:
 
     ``n_batches``: batches per label, a PUBLIC number (e.g.
     :func:`~dpkit.privpred.batching.n_batches_for` of a public size).
-    ``max_batches``: decode only the first batches (a smaller release; the
-    guarantee is unchanged). ``ledger``: an existing ledger to spend on (one is
+    ``max_batches``: decode only the first ``max_batches`` batches of each label
+    (a smaller release; the guarantee is unchanged). ``ledger``: an existing ledger to spend on (one is
     created with the target as its budget otherwise).
     """
     if not isinstance(config, PrivatePredictionConfig):
@@ -202,7 +202,9 @@ def generate_synthetic(records: Sequence[str], template: PromptTemplate, config:
 
     batches = assign_batches(records, n_batches, labels, key=config.hash_key)
     if max_batches is not None:
-        batches = batches[:check_int("max_batches", max_batches, minimum=1)]
+        max_batches = check_int("max_batches", max_batches, minimum=1)
+        kept: dict = {}
+        batches = [b for b in batches if kept.setdefault(b.label, []).append(b) or len(kept[b.label]) <= max_batches]
     public_cache: dict = {}
     done = run.records() if run is not None else {}
     out_examples, out_batches = [], []

@@ -1,0 +1,111 @@
+"""JSON records for the structured-output experiment (the analogue of Table 4 of {cite}`amin2024private`).
+
+:class:`RecordSchema` lists the fields of a record with their types and
+allowed values; :meth:`RecordSchema.describe` writes the PUBLIC schema prompt
+text (in the shape of the paper's Figure 12); :func:`parse_record` extracts the
+first JSON object from a generated text; :meth:`RecordSchema.validate` returns
+the list of violations (no extra fields, all fields present, right types,
+allowed values, custom checks such as "no line breaks").
+:func:`review_records` turns labelled review snippets into such records.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+from dpkit.validate import ParameterError
+
+_TYPE_NAMES = {str: "str", int: "int", float: "float", bool: "bool", list: "list"}
+
+
+@dataclass(frozen=True)
+class RecordSchema:
+    """Fields (name -> Python type), allowed values per field, and named custom checks."""
+
+    fields: dict
+    choices: dict = field(default_factory=dict)
+    checks: dict = field(default_factory=dict)  # name -> (field, predicate, description)
+
+    def describe(self) -> str:
+        lines = ["{"]
+        for i, (name, typ) in enumerate(self.fields.items()):
+            comma = "," if i < len(self.fields) - 1 else ""
+            note = ""
+            if name in self.choices:
+                note = "  # one of: " + ", ".join(map(str, self.choices[name]))
+            for _, (f, _, text) in self.checks.items():
+                if f == name:
+                    note += ("  # " if not note else "; ") + text
+            lines.append(f'  "{name}": "{_TYPE_NAMES.get(typ, typ.__name__)}"{comma}{note}')
+        lines.append("}")
+        return "\n".join(lines)
+
+    def validate(self, record) -> list[str]:
+        """Violations of the schema (empty list: valid)."""
+        if not isinstance(record, dict):
+            return ["not a JSON object"]
+        errors = [f"extra field {k!r}" for k in record if k not in self.fields]
+        for name, typ in self.fields.items():
+            if name not in record:
+                errors.append(f"missing field {name!r}")
+                continue
+            value = record[name]
+            if typ is int and (isinstance(value, bool) or not isinstance(value, int)):
+                errors.append(f"{name!r} is not an int")
+            elif typ is not int and not isinstance(value, typ):
+                errors.append(f"{name!r} is not a {_TYPE_NAMES.get(typ, typ.__name__)}")
+            elif name in self.choices and value not in self.choices[name]:
+                errors.append(f"{name!r}={value!r} is not an allowed value")
+        for check, (name, predicate, _) in self.checks.items():
+            if name in record and not errors and not predicate(record[name]):
+                errors.append(f"check {check!r} failed")
+        return errors
+
+
+def parse_record(text: str):
+    """The first complete JSON object in ``text`` (``None`` when there is none or it does not parse)."""
+    if not isinstance(text, str):
+        raise ParameterError("text", text, "must be a string")
+    start = text.find("{")
+    if start < 0:
+        return None
+    depth, in_string, escape = 0, False, False
+    for i in range(start, len(text)):
+        ch = text[i]
+        if in_string:
+            if escape:
+                escape = False
+            elif ch == "\\":
+                escape = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+            if depth == 0:
+                try:
+                    return json.loads(text[start:i + 1])
+                except json.JSONDecodeError:
+                    return None
+    return None
+
+
+REVIEW_SCHEMA = RecordSchema(
+    fields={"sentiment": str, "review": str, "words": int},
+    choices={"sentiment": ("negative", "positive")},
+    checks={"one line": ("review", lambda v: bool(v.strip()) and "\n" not in v, "one non-empty line"),
+            "positive count": ("words", lambda v: v > 0, "number of words in the review, > 0")},
+)
+
+
+def review_records(texts: Sequence[str], labels: Sequence[int], label_names: Sequence[str]) -> list[str]:
+    """Each labelled review as an indented JSON record matching :data:`REVIEW_SCHEMA`."""
+    if len(texts) != len(labels):
+        raise ParameterError("labels", f"<{len(labels)} labels>", f"must have one label per text ({len(texts)})")
+    return [json.dumps({"sentiment": str(label_names[int(y)]).lower(), "review": t.strip(),
+                        "words": len(t.split())}, indent=2) for t, y in zip(texts, labels)]
