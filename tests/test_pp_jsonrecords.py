@@ -1,0 +1,41 @@
+"""JSON records: schema description, parsing, validation."""
+
+import pytest
+
+from dpkit.privpred.jsonrecords import REVIEW_SCHEMA, parse_record, review_records
+from dpkit.validate import ParameterError
+
+
+def test_records_round_trip_and_validate():
+    recs = review_records(["A fine film.", "Dull."], [1, 0], ["negative", "positive"])
+    parsed = [parse_record("```json\n" + r + "\n```\nmore text {") for r in recs]
+    assert parsed[0] == {"sentiment": "positive", "review": "A fine film.", "words": 3}
+    assert all(REVIEW_SCHEMA.validate(p) == [] for p in parsed)
+
+
+@pytest.mark.parametrize("record, problem", [
+    ({"sentiment": "positive", "review": "x", "words": 1, "extra": 1}, "extra field"),
+    ({"sentiment": "positive", "review": "x"}, "missing field"),
+    ({"sentiment": "great", "review": "x", "words": 1}, "not an allowed value"),
+    ({"sentiment": "positive", "review": "x", "words": "1"}, "not an int"),
+    ({"sentiment": "positive", "review": "x", "words": True}, "not an int"),
+    ({"sentiment": "positive", "review": "a\nb", "words": 2}, "one line"),
+    ({"sentiment": "positive", "review": "x", "words": 0}, "positive count"),
+])
+def test_each_violation_is_reported(record, problem):
+    errors = REVIEW_SCHEMA.validate(record)
+    assert errors and any(problem in e for e in errors)
+
+
+def test_parse_failures_and_schema_text():
+    assert parse_record("no json here") is None
+    assert parse_record('{"a": 1') is None
+    assert parse_record('{"a": "}"}') == {"a": "}"}
+    assert parse_record("{'a': 1}") is None
+    assert REVIEW_SCHEMA.validate([1]) == ["not a JSON object"]
+    text = REVIEW_SCHEMA.describe()
+    assert '"sentiment": "str"' in text and "negative, positive" in text
+    with pytest.raises(ParameterError):
+        parse_record(3)
+    with pytest.raises(ParameterError):
+        review_records(["a"], [0, 1], ["n", "p"])
