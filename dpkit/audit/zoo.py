@@ -63,12 +63,10 @@ def kps_dpkde_private_count(epsilon: float) -> AuditCase:
 def svt_no_query_noise(epsilon: float) -> AuditCase:
     """AboveThreshold's parameters, its threshold noise, and no noise on the queries."""
     correct = AboveThreshold(0.5, sigma=2.0 / epsilon, sensitivity=1.0)
+    broken = AboveThreshold(0.5, sigma=2.0 / epsilon, sensitivity=1.0, query_noise=False)
 
     def mechanism(queries, n, rng):
-        queries = np.asarray(queries, dtype=float)
-        noisy_threshold = correct.threshold + rng.laplace(0.0, correct.sigma, size=(n, 1))
-        above = queries[None, :] >= noisy_threshold  # the bug: no Laplace(2 sigma) on each query
-        return np.where(above.any(axis=1), np.argmax(above, axis=1), -1)
+        return broken.run(queries, rng, size=n)
 
     return AuditCase(
         mechanism=mechanism, d0=[1.0, 0.0], d1=[0.0, 1.0], claimed_epsilon=epsilon, output="discrete",

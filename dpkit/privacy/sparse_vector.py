@@ -24,7 +24,12 @@ class AboveThreshold:
     """Sparse vector: threshold noise Laplace(sigma), query noise Laplace(2 sigma)."""
 
     def __init__(self, threshold: float, sigma: float, sensitivity: float = 1.0, unit: str = "record",
-                 neighbouring: str = "add/remove") -> None:
+                 neighbouring: str = "add/remove", query_noise: bool = True) -> None:
+        if not isinstance(query_noise, bool):
+            raise ParameterError("query_noise", query_noise, "must be True or False")
+        # query_noise=False exists only for the audit's bug zoo: without the Laplace(2 sigma)
+        # on each query the mechanism is NOT private, whatever its contract says.
+        self.query_noise = query_noise
         self.threshold = check_real("threshold", threshold)
         self.sigma = check_positive("sigma", sigma)
         self.sensitivity = check_positive("sensitivity", sensitivity)
@@ -50,7 +55,8 @@ class AboveThreshold:
         rng = check_rng("rng", rng)
         shape = check_size(size) + values.shape
         noisy_threshold = self.threshold + rng.laplace(0.0, self.sigma, size=shape[:-1] + (1,))
-        above = values + rng.laplace(0.0, 2.0 * self.sigma, size=shape) >= noisy_threshold
+        query_noise = rng.laplace(0.0, 2.0 * self.sigma, size=shape) if self.query_noise else 0.0
+        above = values + query_noise >= noisy_threshold
         first = np.argmax(above, axis=-1)
         return np.where(above.any(axis=-1), first, -1)
 
@@ -78,6 +84,7 @@ class SparseVectorSession:
                                  "start a new session (and pay for it)")
         value = check_real("value", value)
         self.queries += 1
-        if value + float(self._rng.laplace(0.0, 2.0 * self.mechanism.sigma)) >= self.noisy_threshold:
+        noise = float(self._rng.laplace(0.0, 2.0 * self.mechanism.sigma)) if self.mechanism.query_noise else 0.0
+        if value + noise >= self.noisy_threshold:
             self.halted = True
         return self.halted
