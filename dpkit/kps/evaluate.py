@@ -51,6 +51,17 @@ def train_classifier(x_train, y_train, n_classes: int, *, x_unlabeled=None, cora
         if x_unlabeled is None or len(x_unlabeled) < 2:
             raise ParameterError("x_unlabeled", x_unlabeled, "needs at least 2 unlabeled client texts for CORAL")
         x_unlabeled = check_finite_array("x_unlabeled", x_unlabeled, ndim=2)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # a tiny model: extra threads only add synchronisation cost
+    try:
+        return _fit(x_train, y_train, n_classes, x_unlabeled, coral_weight, hidden, epochs, lr, weight_decay, seed)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _fit(x_train, y_train, n_classes, x_unlabeled, coral_weight, hidden, epochs, lr, weight_decay, seed):
+    import torch
+
     gen = torch.Generator().manual_seed(int(seed))
     model = torch.nn.Sequential(torch.nn.Linear(x_train.shape[1], hidden), torch.nn.ReLU(),
                                 torch.nn.Linear(hidden, n_classes))
