@@ -94,12 +94,21 @@ TEMPLATES = {t.name: t for t in (SENTIMENT, MEDICAL_QUESTIONS, NEWS, JSON_RECORD
 DATASET_TEMPLATES = {"rotten_tomatoes": "sentiment", "medical": "medical-questions"}
 
 
-def json_template(schema_text: str) -> PromptTemplate:
-    """The JSON task with its public prompt showing ``schema_text`` in place of a record."""
+def json_template(schema_text: str, first_field: str | None = None) -> PromptTemplate:
+    """The JSON task with its public prompt showing ``schema_text`` in place of a record.
+
+    ``first_field``: also open the record with its first field name (``{"sentiment": "``), which
+    fixes the record's start for every prompt alike (public text; it is kept in the output).
+    """
     if not isinstance(schema_text, str) or not schema_text.strip():
         raise ParameterError("schema_text", schema_text, "must be a non-empty schema description")
+    start = JSON_RECORD.output_prefix
+    if first_field is not None:
+        if not isinstance(first_field, str) or not first_field.strip() or '"' in first_field:
+            raise ParameterError("first_field", first_field, "must be a field name without quotes")
+        start = '{\n  "' + first_field + '": "'
     return PromptTemplate(JSON_RECORD.name, JSON_RECORD.user, schema_text.replace("{", "{{").replace("}", "}}"),
-                          JSON_RECORD.answer_prefix, JSON_RECORD.output_prefix, JSON_RECORD.public_user)
+                          "```json\n" + start, start, JSON_RECORD.public_user)
 
 
 def get_template(name: str) -> PromptTemplate:
