@@ -39,3 +39,16 @@ def test_parse_failures_and_schema_text():
         parse_record(3)
     with pytest.raises(ParameterError):
         review_records(["a"], [0, 1], ["n", "p"])
+
+
+def test_json_template_can_open_the_first_field():
+    from dpkit.privpred import json_template
+
+    t = json_template(REVIEW_SCHEMA.describe(), first_field="sentiment")
+    assert t.answer_prefix.endswith('{\n  "sentiment": "')
+    assert parse_record(t.finish('positive", "review": "Fine.", "words": 1}')) == {
+        "sentiment": "positive", "review": "Fine.", "words": 1}
+    with pytest.raises(ParameterError):
+        json_template(REVIEW_SCHEMA.describe(), first_field='a"b')
+    with pytest.raises(ParameterError):
+        json_template("  ")
