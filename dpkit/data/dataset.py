@@ -191,3 +191,18 @@ def split_dataset(name: str, texts: Sequence[str], labels: Sequence[int],
                    train_texts=tuple(texts[i] for i in train_idx), train_labels=labels[train_idx],
                    test_texts=tuple(texts[i] for i in test_idx), test_labels=labels[test_idx],
                    label_names=tuple(label_names))
+
+
+def split_largest_named_classes(name: str, records: Sequence[tuple[str, str]], n_classes: int | None, *,
+                                available_note: str, test_fraction: float, seed: int,
+                                max_per_class: int | None, max_documents: int | None) -> Dataset:
+    """Keep the ``n_classes`` largest classes of ``(text, class name)`` records and split them.
+
+    Labels are ordered by class size, largest first; the split is seeded and stratified.
+    """
+    names = largest_classes(Counter(label for _, label in records), n_classes, available_note=available_note)
+    index = {label: k for k, label in enumerate(names)}
+    kept = [(t, index[y]) for t, y in records if y in index]
+    return split_dataset(name, [t for t, _ in kept], [y for _, y in kept], names,
+                         test_fraction=test_fraction, seed=seed,
+                         max_per_class=max_per_class, max_documents=max_documents)

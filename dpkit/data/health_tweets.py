@@ -8,7 +8,7 @@ import zipfile
 from collections import Counter
 from functools import lru_cache
 
-from .dataset import Dataset, check_split_args, clean_records, largest_classes, split_dataset
+from .dataset import Dataset, check_split_args, clean_records, split_largest_named_classes
 from .files import data_path
 from ..validate import ParameterError, check_int
 
@@ -65,10 +65,6 @@ def load_health_tweets(n_classes: int | None = None, max_per_class: int | None =
         raise ParameterError("strip_urls", strip_urls, "must be True or False")
     min_words = check_int("min_words", min_words, minimum=0)
     records = _kept(strip_urls, min_words)
-    names = largest_classes(Counter(label for _, label in records), n_classes,
-                            available_note=" (health-news outlets)")
-    index = {name: k for k, name in enumerate(names)}
-    kept = [(t, index[y]) for t, y in records if y in index]
-    return split_dataset("health_tweets", [t for t, _ in kept], [y for _, y in kept], names,
-                         test_fraction=test_fraction, seed=seed,
-                         max_per_class=max_per_class, max_documents=max_documents)
+    return split_largest_named_classes(
+        "health_tweets", records, n_classes, available_note=" (health-news outlets)", test_fraction=test_fraction, seed=seed,
+        max_per_class=max_per_class, max_documents=max_documents)

@@ -6,7 +6,7 @@ import json
 from collections import Counter
 from functools import lru_cache
 
-from .dataset import Dataset, check_split_args, clean_records, largest_classes, split_dataset
+from .dataset import Dataset, check_split_args, clean_records, split_largest_named_classes
 from .files import data_path
 from ..validate import ParameterError
 
@@ -65,10 +65,6 @@ def load_medical_specialties(n_classes: int = 5, max_per_class: int | None = Non
     if not isinstance(with_options, bool):
         raise ParameterError("with_options", with_options, "must be True or False")
     records = _records(with_options)
-    names = largest_classes(Counter(label for _, label in records), n_classes,
-                            available_note=" (named MedMCQA specialties)")
-    index = {name: k for k, name in enumerate(names)}
-    kept = [(t, index[y]) for t, y in records if y in index]
-    return split_dataset("medical", [t for t, _ in kept], [y for _, y in kept], names,
-                         test_fraction=test_fraction, seed=seed,
-                         max_per_class=max_per_class, max_documents=max_documents)
+    return split_largest_named_classes(
+        "medical", records, n_classes, available_note=" (named MedMCQA specialties)", test_fraction=test_fraction, seed=seed,
+        max_per_class=max_per_class, max_documents=max_documents)
