@@ -17,7 +17,6 @@ Run: ``python benchmarks/dpst_speed.py [--docs 40] [--e2e-docs 3] [--k 50] [--js
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import time
 

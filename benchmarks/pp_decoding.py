@@ -25,7 +25,6 @@ Run: ``python benchmarks/pp_decoding.py [--tokens 64] [--sizes 8 32] [--json out
 from __future__ import annotations
 
 import argparse
-import json
 import resource
 import sys
 import time

@@ -1,6 +1,5 @@
 """Invariants of the seeded stratified split and of the Dataset record (synthetic records)."""
 
-import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 

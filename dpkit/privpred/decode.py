@@ -33,7 +33,6 @@ earlier work, kept only as a benchmark baseline): same tokens, more compute.
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass, field
 from typing import Callable, Sequence
 
