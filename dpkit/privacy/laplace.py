@@ -3,6 +3,12 @@
 Guarantee: if ``f`` has L1 sensitivity ``sensitivity`` under the stated
 neighbouring relation, releasing ``f(D) + Laplace(scale)`` per coordinate is
 (sensitivity / scale)-DP (pure) {cite}`dwork2006calibrating`.
+
+Known limitation: the guarantee is for real-valued noise. The noise here is numpy's
+floating-point Laplace sample, and ``value + noise`` in doubles can leak through its
+lowest-order bits {cite}`mironov2012significance`: the audit finds the leak when it
+looks at outputs at full floating-point resolution (see the audit chapter). A
+snapping or discrete-Laplace release would remove it; it is not implemented yet.
 """
 
 from __future__ import annotations
