@@ -63,8 +63,20 @@ def test_wrong_stated_sensitivity_is_flagged():
     contract = _kps_ledger().to_dict()["entries"][0]["contract"]
     contract["sensitivity"] = 2.0  # S is 4
     assert report.recheck_sensitivity(contract).agrees is False
-    unknown = dict(contract, mechanism="my own mechanism")
+    unknown = dict(contract, mechanism="my own mechanism", kind="my_own")
     assert report.recheck_sensitivity(unknown).agrees is None
+    legacy = {k: v for k, v in contract.items() if k not in ("kind", "parameters")}  # saved before the fields
+    check = report.recheck_sensitivity(legacy)
+    assert check.agrees is None and "states no kind" in check.method
+
+
+def test_report_reads_parameters_not_notes():
+    """Contracts as data: a rewritten note changes nothing, a wrong parameter is caught."""
+    contract = _kps_ledger().to_dict()["entries"][1]["contract"]  # DP-KDE
+    reworded = dict(contract, note="free text, no numbers here")
+    assert report.recheck_sensitivity(reworded).agrees is True
+    wrong = dict(contract, parameters=dict(contract["parameters"], I=contract["parameters"]["I"] * 2))
+    assert report.recheck_sensitivity(wrong).agrees is False
 
 
 def test_audits_follow_the_ledger_and_the_verdict():

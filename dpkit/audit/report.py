@@ -17,7 +17,6 @@ report means "no evidence of a violation", never a proof of privacy.
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
@@ -43,22 +42,28 @@ class SensitivityCheck:
                 "method": self.method, "agrees": self.agrees}
 
 
-def _number(pattern: str, text: str) -> float | None:
-    match = re.search(pattern, text)
-    return float(match.group(1)) if match else None
-
-
 def _close(a: float, b: float) -> bool:
     return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+
+
+def _params(contract: Mapping[str, Any]) -> Mapping[str, Any]:
+    return contract.get("parameters") or {}
+
+
+def _missing(contract: Mapping[str, Any], names) -> SensitivityCheck | None:
+    absent = [n for n in names if _params(contract).get(n) is None]
+    if absent:
+        return SensitivityCheck(contract["mechanism"], contract["sensitivity"], None,
+                                f"parameters {absent} not stated in the contract", None)
+    return None
 
 
 def _vocabulary(contract: Mapping[str, Any]) -> SensitivityCheck:
     from dpkit.kps.vocabulary import max_l1_change
 
-    S = _number(r"S=(\d+)", contract["mechanism"])
-    if S is None:
-        return SensitivityCheck(contract["mechanism"], contract["sensitivity"], None, "S not stated", False)
-    S = int(S)
+    if (gap := _missing(contract, ["S"])) is not None:
+        return gap
+    S = int(_params(contract)["S"])
     # brute force: the L1 change when one of these documents is removed, one of them far longer than S
     docs = [list(range(3 * S)), [0, 1], list(range(S, 2 * S)) * 2, []]
     worst = max_l1_change(docs, 3 * S, S)
@@ -70,27 +75,25 @@ def _vocabulary(contract: Mapping[str, Any]) -> SensitivityCheck:
 def _dpkde(contract: Mapping[str, Any]) -> SensitivityCheck:
     from dpkit.kps.rff import RandomFourierFeatures
 
-    I = _number(r"I=(\d+)", contract["mechanism"])
-    W = _number(r"W=([0-9.eE+-]+)", contract.get("note", "")) or 1.0
-    if I is None:
-        return SensitivityCheck(contract["mechanism"], contract["sensitivity"], None, "I not stated", False)
+    if (gap := _missing(contract, ["I", "W"])) is not None:
+        return gap
+    I, W = int(_params(contract)["I"]), float(_params(contract)["W"])
     # every feature is sqrt(2) cos(.), so one document of total weight W moves each by at most sqrt(2) W
-    bound = math.sqrt(2.0) * int(I) * W
+    bound = math.sqrt(2.0) * I * W
     features = RandomFourierFeatures(16, 64, 1.0, np.random.default_rng(0))
     largest = float(np.abs(features.features(np.random.default_rng(1).normal(size=(2000, 16)) * 3)).max())
     ok = _close(bound, contract["sensitivity"]) and largest <= math.sqrt(2.0) + 1e-12
     return SensitivityCheck(contract["mechanism"], contract["sensitivity"], bound,
-                            f"sqrt(2) * I * W with I={int(I)}, W={W:g}; largest |feature| seen {largest:.6f}", ok)
+                            f"sqrt(2) * I * W with I={I}, W={W:g}; largest |feature| seen {largest:.6f}", ok)
 
 
 def _private_token(contract: Mapping[str, Any]) -> SensitivityCheck:
     from dpkit.privpred.clipping import aggregate_logits, clip_and_recenter
 
-    note = contract.get("note", "")
-    s = _number(r"s=([0-9.eE+-]+)", note)
-    c = _number(r"c=([0-9.eE+-]+)", note)
-    if s is None or c is None:
-        return SensitivityCheck(contract["mechanism"], contract["sensitivity"], None, "s or c not stated", False)
+    if (gap := _missing(contract, ["s", "c"])) is not None:
+        return gap
+    p = _params(contract)
+    s, c = float(p["s"]), float(p["c"])
     rng = np.random.default_rng(0)
     worst = 0.0
     for _ in range(50):  # random batches plus an extreme added prompt: the averaged logits move by <= c/s
@@ -101,9 +104,8 @@ def _private_token(contract: Mapping[str, Any]) -> SensitivityCheck:
         worst = max(worst, float(np.abs(b - a).max()))
     ok = _close(c / s, contract["sensitivity"]) and worst <= c / s + 1e-9
     method = f"c/s with c={c:g}, s={s:g}; largest change seen on extreme prompts {worst:.6g}"
-    r, tau = _number(r"r=(\d+)", note), _number(r"tau=([0-9.eE+-]+)", note)
-    if "Algorithm 1" in contract["mechanism"] and r is not None and tau is not None:
-        sigma = _number(r"SVT sigma=([0-9.eE+-]+)", note)
+    if contract.get("kind") == "private_prediction" and p.get("r") is not None and p.get("tau"):
+        r, tau, sigma = int(p["r"]), float(p["tau"]), p.get("svt_sigma")
         rho = r * ((c / (s * tau)) ** 2 / 2 + (2.0 / (s * sigma) ** 2 if sigma else 0.0))  # Theorem 1
         ok = ok and _close(rho, contract.get("rho") or -1.0)
         method += f"; Theorem 1 rho re-derived: {rho:.6g}"
@@ -111,9 +113,9 @@ def _private_token(contract: Mapping[str, Any]) -> SensitivityCheck:
 
 
 def _above_threshold(contract: Mapping[str, Any]) -> SensitivityCheck:
-    sigma = _number(r"Laplace\(([0-9.eE+-]+)\)", contract.get("note", ""))
-    if sigma is None or contract.get("epsilon") is None:
-        return SensitivityCheck(contract["mechanism"], contract["sensitivity"], None, "sigma not stated", None)
+    if (gap := _missing(contract, ["sigma"])) is not None or contract.get("epsilon") is None:
+        return gap or SensitivityCheck(contract["mechanism"], contract["sensitivity"], None, "no epsilon", None)
+    sigma = float(_params(contract)["sigma"])
     implied = contract["epsilon"] * sigma / 2.0  # epsilon = 2 Delta / sigma
     return SensitivityCheck(contract["mechanism"], contract["sensitivity"], implied,
                             f"epsilon * sigma / 2 with sigma={sigma:g} (L1 of an average of s distributions: 1/s)",
@@ -131,53 +133,80 @@ def _dpst(contract: Mapping[str, Any]) -> SensitivityCheck:
                             _close(contract["sensitivity"], 1.0) and spread <= 1.0)
 
 
-def _laplace(contract: Mapping[str, Any]) -> SensitivityCheck:
-    scale = _number(r"scale=([0-9.eE+-]+)", contract.get("note", ""))
-    if scale is None or contract.get("epsilon") is None:
-        return SensitivityCheck(contract["mechanism"], contract["sensitivity"], None, "scale not stated", None)
+def _additive_noise(contract: Mapping[str, Any]) -> SensitivityCheck:
+    if (gap := _missing(contract, ["scale"])) is not None or contract.get("epsilon") is None:
+        return gap or SensitivityCheck(contract["mechanism"], contract["sensitivity"], None, "no epsilon", None)
+    scale = float(_params(contract)["scale"])
     implied = contract["epsilon"] * scale
     return SensitivityCheck(contract["mechanism"], contract["sensitivity"], implied,
                             f"epsilon * scale with scale={scale:g}",
                             math.isclose(implied, contract["sensitivity"], rel_tol=1e-4))
 
 
-#: (pattern on the contract's mechanism name, family, re-check, correct audits of that family)
-RULES: list[tuple[str, str, Callable, tuple[str, ...]]] = [
-    (r"vocabulary histogram", "DP-KPS", _vocabulary, ("kps_vocabulary",)),
-    (r"DP-KDE", "DP-KPS", _dpkde, ("kps_dpkde",)),
-    (r"private token|private prediction", "private prediction", _private_token, ("pp_token",)),
-    (r"AboveThreshold", "private prediction", _above_threshold, ("pp_svt", "above_threshold")),
-    (r"DP-ST", "DP-ST", _dpst, ("dpst_triple", "dpst_neighbourhood", "dpst_document", "dpst_no_triple")),
-    (r"^Laplace", "privacy core", _laplace, ("laplace",)),
-]
+def _exponential(contract: Mapping[str, Any]) -> SensitivityCheck:
+    if (gap := _missing(contract, ["scale"])) is not None:
+        return gap
+    p = _params(contract)
+    factor = 1.0 if p.get("monotone") else 2.0  # weights exp(u / scale), scale = factor * Delta / epsilon
+    implied = contract["epsilon"] * float(p["scale"]) / factor
+    return SensitivityCheck(contract["mechanism"], contract["sensitivity"], implied,
+                            f"epsilon * scale / {factor:g} with scale={float(p['scale']):g}",
+                            math.isclose(implied, contract["sensitivity"], rel_tol=1e-9))
 
 
-def _rule(mechanism: str):
-    for pattern, family, check, audits in RULES:
-        if re.search(pattern, mechanism):
-            return family, check, audits
-    return None
+def _gaussian(contract: Mapping[str, Any]) -> SensitivityCheck:
+    from dpkit.privacy.gaussian import gaussian_delta
+
+    if (gap := _missing(contract, ["scale"])) is not None or not contract.get("epsilon"):
+        return gap or SensitivityCheck(contract["mechanism"], contract["sensitivity"], None,
+                                       "no (epsilon, delta) calibration stated", None)
+    sigma = float(_params(contract)["scale"])
+    reached = gaussian_delta(sigma, contract["sensitivity"], contract["epsilon"])
+    return SensitivityCheck(contract["mechanism"], contract["sensitivity"], contract["sensitivity"],
+                            f"exact delta of N(0, {sigma:.4g}^2) at the stated epsilon: {reached:.3g}",
+                            reached <= contract.get("delta", 0.0) * (1 + 1e-6))
+
+
+#: contract kind -> (family, re-check, correct audits of that family)
+RULES: dict[str, tuple[str, Callable, tuple[str, ...]]] = {
+    "vocabulary_histogram": ("DP-KPS", _vocabulary, ("kps_vocabulary",)),
+    "dpkde": ("DP-KPS", _dpkde, ("kps_dpkde",)),
+    "private_token": ("private prediction", _private_token, ("pp_token",)),
+    "private_prediction": ("private prediction", _private_token, ("pp_token",)),
+    "above_threshold": ("private prediction", _above_threshold, ("pp_svt", "above_threshold")),
+    "dpst_triple": ("DP-ST", _dpst, ("dpst_triple", "dpst_neighbourhood")),
+    "dpst_neighbourhood": ("DP-ST", _dpst, ("dpst_triple", "dpst_neighbourhood", "dpst_no_triple")),
+    "dpst_document": ("DP-ST", _dpst, ("dpst_document", "dpst_no_triple")),
+    "laplace": ("privacy core", _additive_noise, ("laplace",)),
+    "exponential": ("privacy core", _exponential, ("exponential",)),
+    "gaussian": ("privacy core", _gaussian, ("gaussian",)),
+}
+
+
+def _rule(contract: Mapping[str, Any]):
+    return RULES.get(contract.get("kind") or "")
 
 
 def recheck_sensitivity(contract: Mapping[str, Any]) -> SensitivityCheck:
-    """Re-derive the sensitivity a contract (as stored in a ledger) states."""
+    """Re-derive the sensitivity a contract (as stored in a ledger) states, from its ``parameters``."""
     if "mechanism" not in contract or "sensitivity" not in contract:
         raise ParameterError("contract", contract, "must be a PrivacyContract.to_dict()")
-    rule = _rule(contract["mechanism"])
+    rule = _rule(contract)
     if rule is None:
-        return SensitivityCheck(contract["mechanism"], contract["sensitivity"], None,
-                                "no independent re-derivation for this mechanism", None)
+        why = ("no independent re-derivation for this mechanism" if contract.get("kind") else
+               "the contract states no kind and parameters (saved before contracts carried them)")
+        return SensitivityCheck(contract["mechanism"], contract["sensitivity"], None, why, None)
     return rule[1](contract)
 
 
 def audit_names_for(contract: Mapping[str, Any]) -> tuple[str, ...]:
     """The registered correct audits of the contract's mechanism family (may be empty)."""
-    rule = _rule(contract.get("mechanism", ""))
+    rule = _rule(contract)
     return () if rule is None else rule[2]
 
 
 def family_of(contract: Mapping[str, Any]) -> str:
-    rule = _rule(contract.get("mechanism", ""))
+    rule = _rule(contract)
     return "unknown" if rule is None else rule[0]
 
 
@@ -261,10 +290,9 @@ def audit_plan(contract: Mapping[str, Any]) -> list[tuple[str, float]]:
     per-release epsilon; a private prediction run with SVT also audits the gate at 2/(s sigma)."""
     epsilon = audit_epsilon(contract)
     plan = [] if epsilon is None else [(name, epsilon) for name in audit_names_for(contract)]
-    note = contract.get("note", "")
-    s, sigma = _number(r"s=([0-9.eE+-]+)", note), _number(r"SVT sigma=([0-9.eE+-]+)", note)
-    if re.search(r"private prediction", contract.get("mechanism", "")) and s and sigma:
-        plan.append(("pp_svt", 2.0 / (s * sigma)))
+    p = _params(contract)
+    if contract.get("kind") == "private_prediction" and p.get("s") and p.get("svt_sigma"):
+        plan.append(("pp_svt", 2.0 / (float(p["s"]) * float(p["svt_sigma"]))))
     return plan
 
 
@@ -272,11 +300,9 @@ def audit_epsilon(contract: Mapping[str, Any]) -> float | None:
     """The per-release epsilon an empirical audit of this contract's mechanism should be built for."""
     if contract.get("measure") in ("pure", "bounded-range") and contract.get("epsilon"):
         return float(contract["epsilon"])
-    note = contract.get("note", "")
-    if re.search(r"private prediction", contract.get("mechanism", "")):
-        s, c, tau = (_number(p, note) for p in (r"s=([0-9.eE+-]+)", r"c=([0-9.eE+-]+)", r"tau=([0-9.eE+-]+)"))
-        if s and c and tau:
-            return 2.0 * c / (s * tau)  # one private token
+    p = _params(contract)
+    if contract.get("kind") == "private_prediction" and p.get("s") and p.get("c") and p.get("tau"):
+        return 2.0 * float(p["c"]) / (float(p["s"]) * float(p["tau"]))  # one private token
     return None
 
 

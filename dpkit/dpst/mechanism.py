@@ -115,6 +115,7 @@ def triple_contract(epsilon: float) -> PrivacyContract:
         mechanism="DP-ST exponential mechanism (neighbourhood-aware)", neighbouring="replace-one",
         unit="triple, among triples whose nearest centroid is the same", measure="pure",
         sensitivity=SENSITIVITY, epsilon=check_positive("epsilon", epsilon), sensitivity_norm="max over candidates",
+        kind="dpst_triple", parameters={"utility": "clip(cos, 0, 1)"},
         note="utility clip(cos,0,1); DP holds only between inputs in the same neighbourhood; "
              "across neighbourhoods the privacy loss is unbounded")
 

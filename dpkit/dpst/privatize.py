@@ -152,6 +152,9 @@ class DPST:
                 mechanism=f"DP-ST document-level ({self.slots} slots)", neighbouring="replace-one",
                 unit="document (any two documents)", measure="pure", sensitivity=mechanism.SENSITIVITY,
                 epsilon=self.epsilon, sensitivity_norm="max over candidates",
+                kind="dpst_document",
+                parameters={"slots": self.slots, "centroids": self.corpus.k, "eps_neighbourhood": eps_n,
+                            "eps_triple": eps_t, "utility": "clip(cos, 0, 1)"},
                 note=f"per slot: neighbourhood by EM over {self.corpus.k} public centroids (eps={eps_n:.4g}) "
                      f"then triple by EM in it (eps={eps_t:.4g}); {self.slots} slots, padded with uniform "
                      f"public triples; utility clip(cos,0,1)")
@@ -160,6 +163,7 @@ class DPST:
             unit="document, among documents with the same number n of triples lying pairwise in the same "
                  "neighbourhoods", measure="pure", sensitivity=mechanism.SENSITIVITY, epsilon=self.epsilon,
             sensitivity_norm="max over candidates",
+            kind="dpst_neighbourhood", parameters={"max_triples": self.max_triples, "utility": "clip(cos, 0, 1)"},
             note="each triple: EM at epsilon/n inside its nearest centroid's neighbourhood. NOT DP across "
                  "neighbourhoods or between documents with different triple counts (loss unbounded); "
                  f"n is capped at {self.max_triples}")

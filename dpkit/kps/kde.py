@@ -223,6 +223,8 @@ def privatize_sketch(exact_sketch, features: RandomFourierFeatures, epsilon: flo
     noisy = mechanism.release(exact, rng)
     contract = mechanism.contract.replace(
         mechanism=f"DP-KDE (random Fourier features, I={features.n_features}{', ' + label if label else ''})",
+        kind="dpkde",
+        parameters={**mechanism.contract.parameters, "I": int(features.n_features), "W": float(document_weight)},
         note=f"sum sketch + Laplace(scale={mechanism.scale:.6g}); sensitivity sqrt(2)*I*W, "
              f"W={document_weight:g} per-document weight bound")
     return DPKDE(noisy, features, contract, mechanism.scale)

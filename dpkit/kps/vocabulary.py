@@ -152,7 +152,8 @@ def release_noisy_histogram(term_lists: Iterable[Sequence[int]] | None, vocabula
     noisy = mechanism.release(counts, rng)
     contract = mechanism.contract.replace(
         mechanism=f"vocabulary histogram (Laplace, first S={S} terms per document)",
-        sensitivity_norm="L1")
+        sensitivity_norm="L1", kind="vocabulary_histogram",
+        parameters={**mechanism.contract.parameters, "S": int(S), "vocabulary_size": int(len(counts))})
     return np.asarray(noisy, dtype=float), contract
 
 

@@ -5,10 +5,20 @@ naming the neighbouring relation, the unit of privacy, the privacy measure,
 the sensitivity it was calibrated for and its cost.  The contract prints as a
 short table, serialises to a dict (for run manifests and ledgers) and converts
 its cost to zCDP so that a ledger can compose it with other mechanisms.
+
+Parameters are data: ``kind`` names the mechanism family in a fixed vocabulary
+(``"laplace"``, ``"gaussian"``, ``"exponential"``, ``"above_threshold"``,
+``"private_token"``, ...) and ``parameters`` holds the numbers it was built
+with (``scale``, ``S``, ``c``, ``s``, ``tau``...), so nothing downstream has
+to read them back out of the human-readable ``note``.  :meth:`to_dp_event`
+turns a contract into a dp_accounting ``DpEvent`` for an independent
+accountant.
 """
 
 from __future__ import annotations
 
+import math
+from types import MappingProxyType
 from typing import Any, Mapping
 
 from dpkit.validate import ParameterError, check_choice, check_in_range, check_positive
@@ -22,6 +32,20 @@ _MEASURE_WORDS = {
     "zcdp": "rho-zCDP",
     "approx": "approximate (epsilon, delta)-DP",
 }
+
+#: Kinds of additive noise whose dp_accounting event is exact (``parameters["noise"]``).
+NOISES = ("laplace", "gaussian", "discrete_laplace", "discrete_gaussian")
+
+
+def _parameter_value(name: str, value):
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, (int, float)) or hasattr(value, "item"):
+        value = value.item() if hasattr(value, "item") else value
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ParameterError(f"parameters[{name!r}]", value, "must be finite")
+        return value
+    raise ParameterError(f"parameters[{name!r}]", value, "must be a number, a string, a bool or None")
 
 
 class PrivacyContract:
@@ -38,14 +62,19 @@ class PrivacyContract:
 
     The constructor argument ``rho`` is stored as :attr:`rho_parameter`;
     :meth:`rho` returns the zCDP cost for every measure that has one.
+    ``kind`` (a short machine name of the mechanism family, ``""`` when not
+    stated) and ``parameters`` (name -> number, string, bool or None, read-only)
+    carry what the mechanism was built with; ``parameters["noise"]`` in
+    :data:`NOISES` with ``parameters["scale"]`` marks additive noise.
     """
 
     __slots__ = ("mechanism", "neighbouring", "unit", "measure", "sensitivity", "epsilon", "delta",
-                 "rho_parameter", "note", "sensitivity_norm")
+                 "rho_parameter", "note", "sensitivity_norm", "kind", "parameters")
 
     def __init__(self, mechanism: str, neighbouring: str, unit: str, measure: str, sensitivity: float,
                  epsilon: float | None = None, delta: float = 0.0, rho: float | None = None,
-                 note: str = "", sensitivity_norm: str = "") -> None:
+                 note: str = "", sensitivity_norm: str = "", kind: str = "",
+                 parameters: Mapping[str, Any] | None = None) -> None:
         if not isinstance(mechanism, str) or not mechanism:
             raise ParameterError("mechanism", mechanism, "must be a non-empty string")
         if not isinstance(unit, str) or not unit:
@@ -70,9 +99,21 @@ class PrivacyContract:
             raise ParameterError("note", note, "must be a string")
         if not isinstance(sensitivity_norm, str):
             raise ParameterError("sensitivity_norm", sensitivity_norm, "must be a string such as 'L1'")
+        if not isinstance(kind, str):
+            raise ParameterError("kind", kind, "must be a string such as 'laplace'")
+        if parameters is None:
+            parameters = {}
+        if not isinstance(parameters, Mapping):
+            raise ParameterError("parameters", parameters, "must be a mapping of names to numbers")
+        params = {str(k): _parameter_value(str(k), v) for k, v in sorted(parameters.items())}
+        noise = params.get("noise")
+        if noise is not None and (noise not in NOISES or not isinstance(params.get("scale"), (int, float))
+                                  or isinstance(params.get("scale"), bool) or params["scale"] <= 0):
+            raise ParameterError("parameters", params, f"'noise' must be one of {NOISES} with a positive 'scale'")
         values = dict(mechanism=mechanism, neighbouring=neighbouring, unit=unit, measure=measure,
                       sensitivity=sensitivity, epsilon=epsilon, delta=delta, rho_parameter=rho,
-                      note=note, sensitivity_norm=sensitivity_norm)
+                      note=note, sensitivity_norm=sensitivity_norm, kind=kind,
+                      parameters=MappingProxyType(params))
         for key, value in values.items():
             object.__setattr__(self, key, value)
 
@@ -80,7 +121,8 @@ class PrivacyContract:
         raise AttributeError("PrivacyContract is immutable")
 
     def _key(self) -> tuple:
-        return tuple(getattr(self, k) for k in self.__slots__)
+        return tuple(tuple(self.parameters.items()) if k == "parameters" else getattr(self, k)
+                     for k in self.__slots__)
 
     def __eq__(self, other) -> bool:
         return isinstance(other, PrivacyContract) and self._key() == other._key()
@@ -96,8 +138,16 @@ class PrivacyContract:
         """A copy with some fields changed (e.g. ``unit='prompt'``), validated again."""
         data = {k: getattr(self, k) for k in self.__slots__ if k != "rho_parameter"}
         data["rho"] = self.rho_parameter
+        data["parameters"] = dict(self.parameters)
         data.update(changes)
         return PrivacyContract(**data)
+
+    def parameter(self, name: str):
+        """The stated value of parameter ``name``; ParameterError naming what is stated when absent."""
+        if name not in self.parameters:
+            raise ParameterError("name", name, f"is not a parameter of this {self.mechanism!r} contract; "
+                                 f"it states {sorted(self.parameters)}")
+        return self.parameters[name]
 
     def rho(self) -> float:
         """The zCDP cost: eps^2/2 (pure), eps^2/8 (bounded range), rho (zCDP).
@@ -120,19 +170,24 @@ class PrivacyContract:
         """A JSON-ready dict; ``rho`` holds the stated zCDP parameter (or None)."""
         data = {k: getattr(self, k) for k in self.__slots__ if k != "rho_parameter"}
         data["rho"] = self.rho_parameter
+        data["parameters"] = dict(self.parameters)
         data["rho_cost"] = None if self.measure == "approx" else self.rho()
         return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "PrivacyContract":
-        """Inverse of :meth:`to_dict` (extra keys such as ``rho_cost`` are ignored)."""
+        """Inverse of :meth:`to_dict` (extra keys such as ``rho_cost`` are ignored).
+
+        Ledgers saved before contracts carried ``kind`` and ``parameters`` load
+        with ``kind=""`` and no parameters."""
         if not isinstance(data, Mapping):
             raise ParameterError("data", data, "must be a mapping as written by PrivacyContract.to_dict()")
         missing = [k for k in ("mechanism", "neighbouring", "unit", "measure", "sensitivity") if k not in data]
         if missing:
             raise ParameterError("data", dict(data), f"lacks the contract fields {missing}")
         fields = {k: data[k] for k in ("mechanism", "neighbouring", "unit", "measure", "sensitivity",
-                                       "epsilon", "delta", "rho", "note", "sensitivity_norm") if k in data}
+                                       "epsilon", "delta", "rho", "note", "sensitivity_norm", "kind", "parameters")
+                  if k in data}
         return cls(**fields)
 
     def describe(self) -> str:
@@ -149,9 +204,64 @@ class PrivacyContract:
             lines.append(f"delta          {self.delta:.3g}")
         if self.measure != "approx":
             lines.append(f"zCDP rho       {self.rho():.6g}")
+        if self.parameters:
+            shown = ", ".join(f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}"
+                              for k, v in self.parameters.items())
+            lines.append(f"parameters     {self.kind + ': ' if self.kind else ''}{shown}")
         if self.note:
             lines.append(f"note           {self.note}")
         return "\n".join(lines)
 
+    def to_dp_event(self):
+        """This contract as a dp_accounting ``DpEvent`` (for an independent accountant).
+
+        Additive noise gives its exact event: ``LaplaceDpEvent(scale/sensitivity)``,
+        ``GaussianDpEvent(sigma/sensitivity)``, ``DiscreteLaplaceDpEvent`` on an
+        integer grid. Otherwise the measure decides: pure epsilon-DP becomes
+        binary randomized response at epsilon, the dominating pair of every
+        epsilon-DP mechanism {cite}`kairouz2015composition`; bounded range and
+        zCDP become ``ZCDpEvent`` at the contract's zCDP cost; private
+        prediction becomes its Theorem-1 composition over ``r`` tokens; an
+        approximate (epsilon, delta) contract is ``UnsupportedDpEvent``.
+        """
+        try:
+            from dp_accounting import dp_event
+        except ImportError as error:  # pragma: no cover - dp-accounting is in the audit extra
+            raise ImportError("to_dp_event needs dp-accounting (pip install 'dpkit[audit]')") from error
+        p = self.parameters
+        if self.sensitivity == 0:
+            return dp_event.NoOpDpEvent()
+        noise = p.get("noise")
+        if noise == "laplace":
+            return dp_event.LaplaceDpEvent(noise_multiplier=p["scale"] / self.sensitivity)
+        if noise == "gaussian":
+            return dp_event.GaussianDpEvent(noise_multiplier=p["scale"] / self.sensitivity)
+        if noise == "discrete_laplace":
+            steps = self.sensitivity / float(p.get("grid", 1.0))
+            if abs(steps - round(steps)) < 1e-9 and round(steps) >= 1:
+                return dp_event.DiscreteLaplaceDpEvent(noise_parameter=float(p.get("grid", 1.0)) / p["scale"],
+                                                      sensitivity=int(round(steps)))
+        if self.kind == "private_prediction" and isinstance(p.get("r"), int):
+            token = dp_event.ZCDpEvent((p["c"] / (p["s"] * p["tau"])) ** 2 / 2.0)
+            parts = [token]
+            if p.get("svt_sigma"):
+                parts.append(_pure_event(2.0 / (p["s"] * p["svt_sigma"])))
+            one = token if len(parts) == 1 else dp_event.ComposedDpEvent(parts)
+            return dp_event.SelfComposedDpEvent(one, p["r"])
+        if self.measure == "pure":
+            return _pure_event(self.epsilon)
+        if self.measure in ("bounded-range", "zcdp"):
+            return dp_event.ZCDpEvent(self.rho())
+        return dp_event.UnsupportedDpEvent()
+
     def __str__(self) -> str:
         return self.describe()
+
+
+def _pure_event(epsilon: float):
+    """Binary randomized response at ``epsilon``: P[keep] = e^eps / (1 + e^eps)."""
+    from dp_accounting import dp_event
+
+    if epsilon == 0:
+        return dp_event.NoOpDpEvent()
+    return dp_event.RandomizedResponseDpEvent(noise_parameter=2.0 / (1.0 + math.exp(epsilon)), num_buckets=2)

@@ -82,6 +82,7 @@ class Exponential:
         self.contract = PrivacyContract(
             mechanism="Exponential", neighbouring=self.neighbouring, unit=self.unit, measure="bounded-range",
             sensitivity=self.sensitivity, epsilon=self.epsilon, sensitivity_norm="max over candidates",
+            kind="exponential", parameters={"scale": self.scale, "monotone": monotone},
             note=f"samples y with probability proportional to exp(score / {self.scale:.6g})"
                  + (" (monotone scores)" if monotone else ""))
 
@@ -127,6 +128,7 @@ class NoisyTopK:
         self.contract = PrivacyContract(
             mechanism=f"NoisyTopK(k={self.k})", neighbouring=self.neighbouring, unit=self.unit, measure="zcdp",
             sensitivity=self.sensitivity, rho=rho, epsilon=self.epsilon, sensitivity_norm="max over bins",
+            kind="noisy_top_k", parameters={"k": self.k, "gumbel_scale": self.scale},
             note=f"top-{self.k} of counts + Gumbel(scale={self.scale:.6g}); = {self.k} exponential mechanisms "
                  f"at epsilon/{self.k} (pure epsilon={self.epsilon:.6g} total)")
 

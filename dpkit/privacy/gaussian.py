@@ -118,7 +118,8 @@ class Gaussian:
         self.contract = PrivacyContract(
             mechanism="Gaussian", neighbouring=self.neighbouring, unit=self.unit, measure="zcdp",
             sensitivity=self.sensitivity, rho=self.rho, epsilon=self.epsilon,
-            delta=self.delta or 0.0, sensitivity_norm="L2", note=note)
+            delta=self.delta or 0.0, sensitivity_norm="L2", note=note, kind="gaussian",
+            parameters={"noise": "gaussian", "scale": self.sigma, "calibration": self.calibration})
 
     def release(self, values, rng: np.random.Generator, size=None) -> np.ndarray:
         """``values`` plus N(0, sigma^2) noise; ``size`` gives ``(*size, *values.shape)`` releases."""

@@ -46,6 +46,7 @@ class Laplace:
         self.contract = PrivacyContract(
             mechanism="Laplace", neighbouring=self.neighbouring, unit=self.unit, measure="pure",
             sensitivity=self.sensitivity, epsilon=self.epsilon, sensitivity_norm="L1",
+            kind="laplace", parameters={"noise": "laplace", "scale": self.scale},
             note=f"noise Laplace(scale={self.scale:.6g}) added to every coordinate")
 
     def release(self, values, rng: np.random.Generator, size=None) -> np.ndarray:

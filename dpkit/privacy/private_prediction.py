@@ -33,6 +33,7 @@ def private_token_contract(batch_size: float, clip: float, temperature: float) -
         mechanism="private token (softmax of averaged clipped logits)", neighbouring="add/remove",
         unit=UNIT, measure="bounded-range", sensitivity=c / s, epsilon=2.0 * c / (s * tau),
         sensitivity_norm="Linf of the averaged clipped logits",
+        kind="private_token", parameters={"s": s, "c": c, "tau": tau},
         note=f"exponential mechanism: batch size s={s:g}, clip c={c:g}, temperature tau={tau:g}")
 
 
@@ -43,6 +44,7 @@ def svt_contract(batch_size: float, svt_sigma: float) -> PrivacyContract:
     return PrivacyContract(
         mechanism="AboveThreshold (public vs private distance)", neighbouring="add/remove", unit=UNIT,
         measure="pure", sensitivity=1.0 / s, epsilon=2.0 / (s * sigma), sensitivity_norm="per query",
+        kind="above_threshold", parameters={"sigma": sigma, "s": s},
         note=f"threshold noise Laplace({sigma:g}), query noise Laplace({2 * sigma:g}); L1 distance of averaged "
              "next-token distributions")
 
@@ -70,6 +72,9 @@ def private_prediction_contract(tokens: int, batch_size: float, clip: float, tem
     return PrivacyContract(
         mechanism="private prediction (Algorithm 1)", neighbouring="add/remove", unit=UNIT, measure="zcdp",
         sensitivity=clip / batch_size, rho=rho, sensitivity_norm="Linf of the averaged clipped logits",
+        kind="private_prediction",
+        parameters={"r": int(tokens), "s": float(batch_size), "c": float(clip), "tau": float(temperature),
+                    "svt_sigma": None if svt_sigma is None else float(svt_sigma)},
         note=f"r={tokens} private tokens per batch, s={batch_size:g}, c={clip:g}, tau={temperature:g}, {svt}; "
              "batches assigned by a function of each prompt alone (parallel composition)")
 

@@ -40,6 +40,7 @@ class AboveThreshold:
         self.contract = PrivacyContract(
             mechanism="AboveThreshold", neighbouring=self.neighbouring, unit=self.unit, measure="pure",
             sensitivity=self.sensitivity, epsilon=self.epsilon, sensitivity_norm="per query",
+            kind="above_threshold", parameters={"sigma": self.sigma, "threshold": self.threshold},
             note=f"threshold + Laplace({self.sigma:.6g}), queries + Laplace({2 * self.sigma:.6g}); "
                  "paid once per run, which ends at the first query above")
 
