@@ -166,3 +166,44 @@ def test_end_to_end_with_local_models(tmp_path):
         assert set(doc.triples) <= set(corpus.texts.tolist())
     text, = reconstruct([doc], "local", max_new_tokens=16)
     assert isinstance(text, str) and text
+
+
+class BatchDependentEmbedder:
+    """Like the hashing embedder, but each row moves in its last bits with the size of the call
+    (what a padded transformer batch does); a document embedded alone must not see it."""
+
+    dim = EMBEDDER.dim
+
+    def encode(self, texts, **_):
+        rows = EMBEDDER.encode(texts)
+        return rows * np.float32(1 + 1e-7 * len(rows))
+
+
+@pytest.mark.parametrize("variant", ["neighbourhood", "document"])
+def test_a_document_is_prepared_as_if_alone(variant):
+    other = "The river flooded the old town and the army built a wall. Farmers lost their crops."
+    m = DPST(CORPUS, 4.0, variant, embedder=BatchDependentEmbedder(), scorer=length_scorer)
+    alone, together = m.prepare([TEXT]), m.prepare([TEXT, other])
+    assert together.triples[0] == alone.triples[0]
+    assert np.array_equal(together.embeddings[:len(alone.embeddings)], alone.embeddings)
+
+
+@pytest.mark.parametrize("variant", ["neighbourhood", "document"])
+def test_one_document_does_not_move_another_documents_output(variant):
+    m = make(variant)
+    first = m.privatize_batch([TEXT, "Wow!!!"], np.random.default_rng(3))
+    second = m.privatize_batch(["The dog chased the cat across the garden and the cat climbed a tree.", "Wow!!!"],
+                               np.random.default_rng(3))
+    assert first[1].triples == second[1].triples
+
+
+@pytest.mark.parametrize("variant", ["neighbourhood", "document"])
+def test_a_long_document_is_cut_before_parsing(variant):
+    m = make(variant, max_chars=len(TEXT))
+    huge = TEXT + " The senator signed the bill." * 40_000   # 1.2 MB: over spaCy's limit uncut
+    docs = m.privatize_batch([TEXT, huge], np.random.default_rng(0), trace=True)
+    assert docs[0].trace["extracted"] == docs[1].trace["extracted"]
+    assert str(len(TEXT)) in m.public_rules["long_document"]
+    assert len(make(variant).privatize(huge, np.random.default_rng(0)).triples) >= 1   # default cap 20,000
+    with pytest.raises(ParameterError, match="max_chars"):
+        make(variant, max_chars=2_000_000)

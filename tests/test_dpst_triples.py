@@ -101,3 +101,6 @@ def test_deduplicate_many_equals_per_document_and_batches_scoring():
     got = deduplicate_many(docs, scorer=scorer)
     assert got == [deduplicate(d, scorer=lambda ts: np.array([len(t) for t in ts], float)) for d in docs]
     assert calls == [4]
+    calls.clear()
+    assert deduplicate_many(docs, scorer=scorer, independent=True) == got
+    assert calls == [2, 2]  # one call per document with ties: no document's scores depend on another's

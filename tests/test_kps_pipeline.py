@@ -54,8 +54,6 @@ def test_bad_corpora():
     rng = np.random.default_rng(0)
     with pytest.raises(ParameterError, match="empty"):
         fit_kps([], [], NAMES, VOCAB, HashEmbedder(), cfg, rng)
-    with pytest.raises(ParameterError, match="ortho"):
-        fit_kps(TEXTS[:12], LABELS[:12], NAMES, VOCAB, HashEmbedder(), cfg, rng)
     with pytest.raises(ParameterError, match="labels"):
         fit_kps(TEXTS, [5] * len(TEXTS), NAMES, VOCAB, HashEmbedder(), cfg, rng)
     with pytest.raises(ParameterError, match="N"):
@@ -64,3 +62,37 @@ def test_bad_corpora():
         KPSConfig(method="beam")
     with pytest.raises(ParameterError, match="eps_kde"):
         KPSConfig(eps_kde=-1)
+
+
+def _releases(model):
+    kdes = [k if hasattr(k, "sketch") else None for k in model.class_kdes.values()]
+    sketches = [k.sketch if k is not None else np.concatenate([m.kde.sketch for m in model.class_kdes[i].members])
+                for i, k in enumerate(kdes)]
+    return model.vocabulary.terms, np.concatenate(sketches)
+
+
+@pytest.mark.parametrize("method", ["independent", "iterative"])
+def test_class_without_documents_gets_the_mechanism_on_zero_documents(method):
+    """No abort: an empty class is released exactly like a class whose documents carry no term."""
+    cfg = KPSConfig(eps_voc=1.0, eps_kde=2.0, S=3, N=6, L=3, method=method, n_features=32)
+    empty = fit_kps(TEXTS[:12], LABELS[:12], NAMES, VOCAB, HashEmbedder(), cfg, np.random.default_rng(5))
+    termless = fit_kps(TEXTS[:12] + ["no known terms here"], LABELS[:12] + [2], NAMES, VOCAB, HashEmbedder(),
+                       cfg, np.random.default_rng(5))
+    terms_a, sketch_a = _releases(empty)
+    terms_b, sketch_b = _releases(termless)
+    assert terms_a == terms_b and np.array_equal(sketch_a, sketch_b)
+    assert ledger_pure_epsilon(empty.ledger) == pytest.approx(3.0)
+    assert len(empty.sequences(2, 4, np.random.default_rng(0))) == 4
+    assert "empty_class" in cfg.public_rules() and "long_document" in cfg.public_rules()
+
+
+def test_long_document_is_cut_at_the_public_character_cap():
+    cfg = KPSConfig(eps_voc=1.0, eps_kde=2.0, S=3, N=6, L=2, n_features=32, max_chars=40)
+    filler = "x" * 40
+    cut = fit_kps(TEXTS + [filler], LABELS + [0], NAMES, VOCAB, HashEmbedder(), cfg, np.random.default_rng(1))
+    long = fit_kps(TEXTS + [filler + " heart tooth gum" * 100_000], LABELS + [0], NAMES, VOCAB, HashEmbedder(), cfg,
+                   np.random.default_rng(1))   # 1.6 MB: terms after the cap are never read
+    for a, b in zip(_releases(cut), _releases(long)):
+        assert np.array_equal(np.asarray(a), np.asarray(b))
+    with pytest.raises(ParameterError, match="max_chars"):
+        KPSConfig(max_chars=0)

@@ -122,8 +122,10 @@ def test_bad_embeddings_and_arguments(corpus):
         build_ensemble(docs, E, 3, 0.0, np.random.default_rng(0))
     with pytest.raises(ParameterError, match="L"):
         build_ensemble(docs, E, 0, 1.0, np.random.default_rng(0))
-    with pytest.raises(ParameterError, match="empty"):
-        build_ensemble([], E, 3, 1.0, np.random.default_rng(0))
+    none = build_ensemble([], E, 3, 1.0, np.random.default_rng(4), n_features=8)      # zero documents:
+    termless = build_ensemble([[]], E, 3, 1.0, np.random.default_rng(4), n_features=8)  # the same mechanism
+    for a, b in zip(none.members, termless.members):
+        assert np.array_equal(a.kde.sketch, b.kde.sketch)
     ens = build_ensemble(docs, E, 3, 1.0, np.random.default_rng(0), n_features=8)
     with pytest.raises(ParameterError, match="choice"):
         iterative_sequences(ens, E, 2, np.random.default_rng(0), choice="greedy")

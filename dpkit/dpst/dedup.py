@@ -164,19 +164,29 @@ def deduplicate(items: Sequence[T], texts: Sequence[str] | None = None, threshol
 
 
 def deduplicate_many(documents: Sequence[Sequence[str]], threshold: float = 0.4, num_perm: int = 128,
-                     scorer: Scorer | str | None = None, seed: int = 1) -> list[list[str]]:
-    """:func:`deduplicate` applied to each document's texts separately, with the tie-breaking
-    scores of all documents computed in one batched call (one LM pass instead of one per document)."""
+                     scorer: Scorer | str | None = None, seed: int = 1,
+                     independent: bool = False) -> list[list[str]]:
+    """:func:`deduplicate` applied to each document's texts separately.
+
+    By default the tie-breaking scores of all documents are computed in one
+    batched call (one LM pass instead of one per document); a batched LM's
+    scores move in the last bits with the other texts of the batch (padding).
+    ``independent=True`` scores each document's ties in a call of their own, so
+    what survives in one document never depends on another document: the rule
+    for private text, where each document is privatized on its own.
+    """
     documents = [list(d) for d in documents]
     groups = [near_duplicate_groups(d, threshold=threshold, num_perm=num_perm, seed=seed) if d else []
               for d in documents]
     contested = [(i, j) for i, doc_groups in enumerate(groups) for g in doc_groups if len(g) > 1 for j in g]
+    calls = ([[(i, j) for i, j in contested if i == doc] for doc in sorted({i for i, _ in contested})]
+             if independent else [contested] if contested else [])
     scores: dict[tuple[int, int], float] = {}
-    if contested:
-        got = np.asarray(resolve_scorer(scorer)([documents[i][j] for i, j in contested]), dtype=float)
-        if got.shape != (len(contested),) or not np.all(np.isfinite(got)):
+    for call in calls:
+        got = np.asarray(resolve_scorer(scorer)([documents[i][j] for i, j in call]), dtype=float)
+        if got.shape != (len(call),) or not np.all(np.isfinite(got)):
             raise ParameterError("scorer", scorer, "must return one finite score per text")
-        scores = dict(zip(contested, got.tolist()))
+        scores.update(zip(call, got.tolist()))
     out = []
     for i, doc_groups in enumerate(groups):
         keep = sorted(min(g, key=lambda j: (scores.get((i, j), 0.0), j)) for g in doc_groups)

@@ -44,7 +44,7 @@ SENSITIVITY = 1.0  # utilities are clipped to [0, 1]
 
 
 def _rows(name: str, value, dim: int | None = None) -> np.ndarray:
-    array = np.asarray(value, dtype=np.float32)
+    array = np.asarray(value, dtype=np.float64)  # utilities in float64: no float32 rounding before the noise
     if array.ndim == 1:
         array = array[None, :]
     if array.ndim != 2 or array.shape[0] == 0:
@@ -64,7 +64,7 @@ def clipped_cosine(candidate_embeddings, input_embedding) -> np.ndarray:
     candidates = _rows("candidate_embeddings", candidate_embeddings)
     single = np.asarray(input_embedding).ndim == 1
     inputs = _rows("input_embedding", input_embedding, candidates.shape[1])
-    scores = np.clip(inputs @ candidates.T, 0.0, 1.0).astype(np.float64)
+    scores = np.clip(inputs @ candidates.T, 0.0, 1.0)
     return scores[0] if single else scores
 
 

@@ -33,6 +33,20 @@ Two leaks of the public reference implementation are absent by construction
 Non-English text is parsed as English; any triple found is privatized like any
 other, and the output still contains public triples only.
 
+Public rules, so that no private document can abort a release or reach into
+another document's output (:attr:`DPST.public_rules`, stated in ``config.json``):
+
+* a document is cut to its first ``max_chars`` characters before spaCy sees it
+  (spaCy refuses texts over 1,000,000 characters, and one such text would kill
+  the whole batch);
+* each document is parsed, tie-scored (:func:`~dpkit.dpst.dedup.deduplicate_many`
+  with ``independent=True``) and embedded in calls of its own, so its triples and
+  their embeddings do not depend, even in the last float bit, on which other
+  documents are privatized with it;
+* each document draws its noise from its own child generator
+  (``rng.spawn``), so in reproducible mode a document's output does not shift
+  when another document changes.
+
 Audit hooks: ``bug="raw_text_fallback"`` returns the raw text when no triple is
 found; ``bug="private_neighbourhood"`` makes the document variant pick each
 slot's neighbourhood as the nearest centroid of the private triple while still
@@ -53,6 +67,7 @@ from dpkit.privacy import PrivacyContract
 from dpkit.validate import ParameterError, check_choice, check_in_range, check_int, check_positive, check_rng
 
 VARIANTS = ("neighbourhood", "document")
+MAX_PARSER_CHARS = 1_000_000  # spaCy's default nlp.max_length: longer texts raise E088
 BUGS = (None, "raw_text_fallback", "private_neighbourhood")
 
 
@@ -110,7 +125,8 @@ class DPST:
     def __init__(self, corpus: TripleCorpus, epsilon: float, variant: str = "neighbourhood", *,
                  slots: int = 4, max_triples: int = 16, neighbourhood_share: float = 0.5,
                  dedup: bool = True, threshold: float = 0.4, num_perm: int = 128, scorer=None,
-                 embedder=None, on_empty: str = "public", empty_triples: int = 1, bug: str | None = None):
+                 embedder=None, on_empty: str = "public", empty_triples: int = 1, max_chars: int = 20_000,
+                 bug: str | None = None):
         if not isinstance(corpus, TripleCorpus):
             raise ParameterError("corpus", corpus, "must be a TripleCorpus (see load_public_corpus)")
         self.corpus = corpus
@@ -124,6 +140,7 @@ class DPST:
         self.threshold, self.num_perm, self.scorer = threshold, num_perm, scorer
         self.on_empty = check_choice("on_empty", on_empty, ("public", "error"))
         self.empty_triples = check_int("empty_triples", empty_triples, minimum=1)
+        self.max_chars = check_int("max_chars", max_chars, minimum=1, maximum=MAX_PARSER_CHARS)
         self.bug = check_choice("bug", bug, BUGS)
         if bug == "private_neighbourhood" and variant != "document":
             raise ParameterError("bug", bug, "'private_neighbourhood' applies to variant='document' only")
@@ -168,16 +185,36 @@ class DPST:
                  "neighbourhoods or between documents with different triple counts (loss unbounded); "
                  f"n is capped at {self.max_triples}")
 
+    @property
+    def public_rules(self) -> dict[str, str]:
+        """The data-independent rules that decide what happens to unusual private documents."""
+        empty = (f"{self.slots} public triples fill the slots" if self.variant == "document"
+                 else f"{self.empty_triples} public triple(s) drawn uniformly")
+        return {
+            "long_document": f"each document is cut to its first {self.max_chars} characters before parsing",
+            "triples_kept": f"the first {self.slots if self.variant == 'document' else self.max_triples} "
+                            "triples of a document (after deduplication)",
+            "document_without_triples": (empty if self.on_empty == "public"
+                                         else "error (on_empty='error', not for releases)"),
+            "batching": "each document is parsed, deduplicated and embedded alone and draws its noise "
+                        "from its own child generator",
+        }
+
     # ----------------------------------------------------------- extraction
     def extract(self, texts: Sequence[str]) -> list[list[str]]:
-        """Deduplicated triple texts per document (private intermediate values)."""
+        """Deduplicated triple texts per document (private intermediate values).
+
+        Each document is cut at ``max_chars`` and parsed and tie-scored on its own.
+        """
         from dpkit.dpst.dedup import deduplicate_many
         from dpkit.dpst.triples import extract_triples_batch
 
-        found = [[t.text for t in triples] for triples in extract_triples_batch(texts)]
+        texts = [text[:self.max_chars] for text in texts]
+        found = [[t.text for t in triples] for triples in extract_triples_batch(texts, batch_size=1)]
         if not self.dedup:
             return found
-        return deduplicate_many(found, threshold=self.threshold, num_perm=self.num_perm, scorer=self.scorer)
+        return deduplicate_many(found, threshold=self.threshold, num_perm=self.num_perm, scorer=self.scorer,
+                                independent=True)
 
     # ---------------------------------------------------------- privatizing
     def privatize(self, text: str, rng: np.random.Generator, trace: bool = False) -> PrivateDocument:
@@ -201,10 +238,13 @@ class DPST:
         if isinstance(texts, str):
             raise ParameterError("texts", texts, "must be a sequence of strings, not one string")
         texts = list(texts)
+        for i, text in enumerate(texts):
+            if not isinstance(text, str):
+                raise ParameterError(f"texts[{i}]", text, "must be a string")
         cap = self.slots if self.variant == "document" else self.max_triples
         kept = [t[:cap] for t in self.extract(texts)]
-        flat = [t for doc in kept for t in doc]
-        vectors = self.embedder.encode(flat) if flat else np.zeros((0, self.corpus.dim), np.float32)
+        blocks = [np.asarray(self.embedder.encode(doc)) for doc in kept if doc]  # one call per document
+        vectors = np.concatenate(blocks) if blocks else np.zeros((0, self.corpus.dim), np.float32)
         return Prepared(texts, kept, vectors)
 
     def privatize_prepared(self, prepared: "Prepared", rng: np.random.Generator,
@@ -215,10 +255,10 @@ class DPST:
         rng = check_rng("rng", rng)
         cap = self.slots if self.variant == "document" else self.max_triples
         out, start = [], 0
-        for text, triples in zip(prepared.texts, prepared.triples):
+        for text, triples, child in zip(prepared.texts, prepared.triples, rng.spawn(len(prepared))):
             emb = prepared.embeddings[start:start + len(triples)]
             start += len(triples)
-            out.append(self._one(text, triples[:cap], emb[:cap], rng, trace))
+            out.append(self._one(text, triples[:cap], emb[:cap], child, trace))
         return out
 
     def _uniform_public(self, count: int, rng: np.random.Generator) -> np.ndarray:

@@ -21,7 +21,8 @@ epsilons add (sequential composition): the ensemble is ``eps_kde``-DP under
 add/remove of one document.  Each member bounds a document's influence with the
 rule of :mod:`dpkit.kps.kde` applied to the document's windows ("mean": a
 document's windows share total weight 1).  Documents with fewer keyphrases than a
-member's length contribute nothing to that member (documented behaviour).
+member's length contribute nothing to that member, and zero documents give every
+member the all-zero sketch plus its noise (the same mechanism on an empty set).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ import numpy as np
 
 from dpkit.kps.kde import DPKDE, document_weights, privatize_sketch
 from dpkit.kps.rff import FEATURE_BOUND, RandomFourierFeatures
-from dpkit.validate import ParameterError, check_choice, check_int, check_positive, check_rng, check_unit_norm
+from dpkit.validate import check_choice, check_int, check_positive, check_rng, check_unit_norm
 
 ENSEMBLES = ("linear", "logarithmic")
 WINDOWS = ("first", "all")
@@ -131,8 +132,6 @@ def build_ensemble(term_lists: Sequence[Sequence[int]], embeddings, L: int, eps_
     lengths = member_lengths(L, ensemble)
     if isinstance(term_lists, np.ndarray):
         term_lists = term_lists.tolist()
-    if len(term_lists) == 0:
-        raise ParameterError("term_lists", term_lists, "must contain at least one document (empty class?)")
     per_member = eps_kde / len(lengths)
     d = embeddings.shape[1]
     members, contracts = [], []

@@ -15,10 +15,18 @@ Total: ``eps_voc + eps_kde``, recorded in a :class:`~dpkit.privacy.PrivacyLedger
 the classes).  Everything after the releases -- sequences, prompts, the LLM's
 texts -- is post-processing.
 
-Documented behaviours: documents with no in-vocabulary term add nothing to the
-histogram or to any KDE; a class none of whose documents contains a private
-vocabulary term still gets its (pure-noise) DP-KDE; an empty corpus, a class
-with no documents at all and labels outside ``label_names`` raise ParameterError.
+Public rules (no private data can abort a release once it has started; see
+:meth:`KPSConfig.public_rules`, which ``config.json`` states):
+
+* every document is cut to its first ``max_chars`` characters before matching;
+* documents with no in-vocabulary term add nothing to the histogram or to any KDE;
+* a class with no documents, or none of whose documents contains a private
+  vocabulary term, gets the same mechanism run on zero documents: the sketch of
+  an empty set (all zeros) plus the Laplace noise, i.e. a pure-noise DP-KDE.
+  Nothing about the class's size changes what is computed or released.
+
+Bad input, checked before anything is released: an empty corpus and labels
+outside ``label_names`` raise ParameterError.
 """
 
 from __future__ import annotations
@@ -56,6 +64,7 @@ class KPSConfig:
     bandwidth: float = 1.0         # sigma_0 for single unit-norm embeddings
     windows: str = "all"           # iterative only: which length-D windows of a document feed a member
     distinct: bool = True          # iterative only: no repeated keyphrase within a sequence
+    max_chars: int = 100_000       # public cap: each document is cut to its first max_chars characters
 
     def __post_init__(self):
         check_positive("eps_voc", self.eps_voc)
@@ -68,10 +77,20 @@ class KPSConfig:
         check_choice("choice", self.choice, CHOICES)
         check_int("n_features", self.n_features, minimum=1)
         check_positive("bandwidth", self.bandwidth)
+        check_int("max_chars", self.max_chars, minimum=1)
 
     @property
     def epsilon(self) -> float:
         return self.eps_voc + self.eps_kde
+
+    def public_rules(self) -> dict[str, str]:
+        """The data-independent rules that decide what happens to unusual private inputs."""
+        return {
+            "long_document": f"each document is cut to its first {self.max_chars} characters before matching",
+            "document_without_terms": "adds nothing to the vocabulary histogram or to any DP-KDE",
+            "empty_class": "a class with no documents gets the DP-KDE of zero documents: all-zero sketch "
+                           "plus the same Laplace noise (never an error)",
+        }
 
 
 @dataclass
@@ -123,10 +142,9 @@ def _check_corpus(texts, labels, label_names) -> tuple[list[str], np.ndarray]:
         raise ParameterError("label_names", label_names, "must name at least one class")
     if not np.issubdtype(labels.dtype, np.integer) or labels.min() < 0 or labels.max() >= len(label_names):
         raise ParameterError("labels", labels, f"must be integers in [0, {len(label_names)})")
-    counts = np.bincount(labels, minlength=len(label_names))
-    if (counts == 0).any():
-        empty = [label_names[i] for i in np.flatnonzero(counts == 0)]
-        raise ParameterError("labels", labels, f"every class needs documents; none for {empty}")
+    for i, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise ParameterError(f"texts[{i}]", text, "must be a string")
     return texts, labels
 
 
@@ -142,6 +160,7 @@ def fit_kps(texts: Sequence[str], labels: Sequence[int], label_names: Sequence[s
     if not isinstance(config, KPSConfig):
         raise ParameterError("config", config, "must be a KPSConfig")
     texts, labels = _check_corpus(texts, labels, list(label_names))
+    texts = [text[:config.max_chars] for text in texts]  # public cap (KPSConfig.public_rules)
     ledger = PrivacyLedger() if ledger is None else ledger
     n_classes = len(label_names)
 
