@@ -119,3 +119,16 @@ def test_bad_input():
         RandomFourierFeatures(3, 8, 1.0, 0)
     with pytest.raises(ParameterError, match="max_per_document"):
         document_weights([0, 1], "cap")
+
+
+def test_count_scaled_noise_has_unbounded_privacy_loss():
+    from scipy.stats import laplace
+
+    from dpkit.kps.kde import appendix_noise_scale, count_scaled_log_ratio
+
+    I, eps, n = 1024, 5.0, 960
+    b0, b1 = appendix_noise_scale(I, eps, n), appendix_noise_scale(I, eps, n + 1)
+    for magnitude in (0.0, 1e6, 1e8):
+        independent = I * (laplace.logpdf(magnitude, scale=b1) - laplace.logpdf(magnitude, scale=b0))
+        assert count_scaled_log_ratio(I, eps, n, magnitude) == pytest.approx(independent, rel=1e-9, abs=1e-9)
+    assert count_scaled_log_ratio(I, eps, n, 1e8) > 100 > 1 > count_scaled_log_ratio(I, eps, n, 1e6)

@@ -108,6 +108,25 @@ def appendix_noise_scale(n_features: int, epsilon: float, n_documents: int | Non
     return scale
 
 
+def count_scaled_log_ratio(n_features: int, epsilon: float, n_documents: int, magnitude: float) -> float:
+    """Log density ratio of the literal appendix release between ``n`` and ``n + 1`` documents.
+
+    The literal release puts Laplace noise of scale ``b(n)`` =
+    :func:`appendix_noise_scale` ``(I, epsilon, n)`` on every coordinate of the sum
+    sketch, so the scale depends on the private ``n``.  Take neighbouring corpora
+    whose sums agree (the added document's features cancel on average; any
+    difference only adds ``<= sqrt(2) I / b``) and an output whose noise has size
+    ``magnitude`` on every coordinate: the log ratio of the two densities is
+    ``log p_{n+1} - log p_n = I (log(b(n)/b(n+1)) + magnitude/b(n) - magnitude/b(n+1))``.  It grows without
+    bound in ``magnitude``, so no finite epsilon covers the release.
+    """
+    n_documents = check_int("n_documents", n_documents, minimum=1)
+    magnitude = check_positive("magnitude", magnitude, allow_zero=True)
+    b0 = appendix_noise_scale(n_features, epsilon, n_documents)
+    b1 = appendix_noise_scale(n_features, epsilon, n_documents + 1)
+    return n_features * (math.log(b0 / b1) + magnitude / b0 - magnitude / b1)
+
+
 def kde_sketch(vectors, features: RandomFourierFeatures, weights=None) -> np.ndarray:
     """Exact (not private) weighted feature sum ``sum_x c(x) f(x)``, shape ``(I,)``."""
     vectors = check_finite_array("vectors", vectors, ndim=2)
