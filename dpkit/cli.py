@@ -47,7 +47,8 @@ def _registrars():
         yield import_module(name).register
 
 
-SUBCOMMAND_MODULES: list[str] = ["dpkit.privacy.cli", "dpkit.backends.cli", "dpkit.audit.cli", "dpkit.data.cli"]
+SUBCOMMAND_MODULES: list[str] = ["dpkit.privacy.cli", "dpkit.backends.cli", "dpkit.audit.cli", "dpkit.data.cli",
+                                   "dpkit.methods.cli"]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -190,7 +190,7 @@ class Run:
     killed process).
     """
 
-    def __init__(self, path: str | os.PathLike, params: Mapping[str, Any] | None = None, seed: int = 0, *,
+    def __init__(self, path: str | os.PathLike, params: Mapping[str, Any] | None = None, seed: int | None = 0, *,
                  ledger: Any = None, fsync: bool = True):
         if not isinstance(path, (str, os.PathLike)) or not os.fspath(path):
             raise ParameterError("path", path, "must be a folder path")
@@ -200,7 +200,7 @@ class Run:
             raise ParameterError("params", params, "must be a mapping of parameter names to values")
         self.path = Path(path)
         self.params = _encode(dict(params))
-        self.seed = check_int("seed", seed, minimum=0)
+        self.seed = None if seed is None else check_int("seed", seed, minimum=0)  # None: release mode, no seed
         if ledger is not None and not hasattr(ledger, "to_dict"):
             raise ParameterError("ledger", ledger, "must have to_dict() (a PrivacyLedger) or be None")
         self.ledger = ledger

@@ -162,20 +162,26 @@ class SyntheticResult:
         return [e.label for e in self.examples if e.text and (e.complete or not complete_only)]
 
 
-def _batch_rng(seed: int, batch: Batch) -> np.random.Generator:
+def _batch_rng(seed: int | np.random.SeedSequence, batch: Batch) -> np.random.Generator:
+    """Batch ``b`` of label ``c`` draws from node ``(c + 1, b)`` of ``seed`` (a SeedSequence, see
+    :mod:`dpkit.seeds`), or of ``SeedSequence(seed)`` for an integer seed."""
+    from dpkit.seeds import generator, root_sequence
+
     label = -1 if batch.label is None else int(batch.label)
-    return np.random.default_rng(np.random.SeedSequence([int(seed), label + 1, int(batch.number)]))
+    root = seed if isinstance(seed, np.random.SeedSequence) else root_sequence(seed)
+    return generator(root, label + 1, int(batch.number))
 
 
 def generate_synthetic(records: Sequence[str], template: PromptTemplate, config: PrivatePredictionConfig, *,
                        labels: Sequence[int] | None = None, label_names: Sequence[str] | None = None,
-                       n_batches: int, model=None, seed: int = 0, run=None, max_batches: int | None = None,
+                       n_batches: int, model=None, seed: int | np.random.SeedSequence = 0, run=None, max_batches: int | None = None,
                        ledger: PrivacyLedger | None = None) -> SyntheticResult:
     """Algorithm 1 over ``records`` (see the module docstring).
 
     ``n_batches``: batches per label, a PUBLIC number (e.g.
     :func:`~dpkit.privpred.batching.n_batches_for` of a public size).
-    ``max_batches``: decode only the first ``max_batches`` batches of each label
+    ``seed``: an integer (reproducible) or the run's root ``numpy.random.SeedSequence``
+    (``SeedSequence()`` for a release with fresh noise). ``max_batches``: decode only the first ``max_batches`` batches of each label
     (a smaller release; the guarantee is unchanged). ``ledger``: an existing ledger to spend on (one is
     created with the target as its budget otherwise).
     """
@@ -185,7 +191,8 @@ def generate_synthetic(records: Sequence[str], template: PromptTemplate, config:
         raise ParameterError("template", template, "must be a PromptTemplate")
     if isinstance(records, str) or len(records) == 0:
         raise ParameterError("records", records, "must be a non-empty sequence of texts")
-    seed = check_int("seed", seed, minimum=0)
+    if not isinstance(seed, np.random.SeedSequence):
+        seed = check_int("seed", seed, minimum=0)
     n_batches = check_int("n_batches", n_batches, minimum=1)
     if labels is not None and label_names is None:
         raise ParameterError("label_names", label_names, "is needed with labels (the public prompts name the label)")

@@ -1,0 +1,177 @@
+"""The one shape of the three methods: records in, a release out, with its guarantee stated as data.
+
+Every method module (:mod:`~dpkit.methods.kps`, :mod:`~dpkit.methods.pp`,
+:mod:`~dpkit.methods.dpst`) provides
+
+* a frozen dataclass ``Config`` of PUBLIC parameters, validated on construction
+  (:class:`~dpkit.validate.ParameterError` names the parameter, the value and what
+  is allowed), with a ``smoke()`` preset of tiny sizes;
+* ``STATEMENT``, a :class:`PrivacyStatement`: neighbouring relation, unit of
+  privacy, privacy measure, sensitivity, and the public rule that fixes the
+  number of synthetic records;
+* ``synthesize(records, config, run, backend, seed_sequence) -> Release``.
+
+``run`` is a :class:`dpkit.runs.Run` (checkpoints, ledger state; resumable) or
+None for an in-memory run. ``seed_sequence`` is the root of all the run's
+randomness (:mod:`dpkit.seeds`): ``SeedSequence()`` in release mode, ``SeedSequence(seed)``
+in reproducible mode.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, Sequence
+
+import numpy as np
+
+from dpkit.validate import ParameterError
+
+
+@dataclass(frozen=True)
+class Records:
+    """The private input: texts, labels as indices into ``label_set`` (or None), and the public label set.
+
+    ``label_set_declared`` records whether the label set came from the user
+    (``--labels``) or was read from the input and is *treated as* public.
+    """
+
+    texts: tuple[str, ...]
+    labels: tuple[int, ...] | None = None
+    label_set: tuple[str, ...] | None = None
+    label_set_declared: bool = True
+
+    def __post_init__(self):
+        if isinstance(self.texts, str):
+            raise ParameterError("texts", self.texts, "must be a sequence of texts, not one string")
+        texts = tuple(self.texts)
+        if not texts:
+            raise ParameterError("texts", texts, "must contain at least one record")
+        if not all(isinstance(t, str) for t in texts):
+            raise ParameterError("texts", texts, "must all be strings (an empty string for a missing text)")
+        object.__setattr__(self, "texts", texts)
+        if (self.labels is None) != (self.label_set is None):
+            raise ParameterError("labels", self.labels, "labels and label_set go together (both or neither)")
+        if self.labels is not None:
+            labels = tuple(int(y) for y in self.labels)
+            names = tuple(str(n) for n in self.label_set)
+            if len(labels) != len(texts):
+                raise ParameterError("labels", f"<{len(labels)} labels>", f"must be one per text ({len(texts)})")
+            if not names or len(set(names)) != len(names):
+                raise ParameterError("label_set", names, "must be distinct names, at least one")
+            if labels and (min(labels) < 0 or max(labels) >= len(names)):
+                raise ParameterError("labels", "<out of range>", f"must be indices into label_set (0..{len(names) - 1})")
+            object.__setattr__(self, "labels", labels)
+            object.__setattr__(self, "label_set", names)
+
+    @classmethod
+    def from_strings(cls, texts: Sequence[str], labels: Sequence[str] | None, label_set: Sequence[str] | None,
+                     declared: bool = True) -> "Records":
+        """Records from label *names* (each must be in ``label_set``)."""
+        if labels is None:
+            return cls(tuple(texts))
+        index = {name: k for k, name in enumerate(label_set)}
+        missing = sorted(set(labels) - set(index))
+        if missing:
+            raise ParameterError("labels", missing[:5], f"must belong to the label set {list(label_set)}")
+        return cls(tuple(texts), tuple(index[y] for y in labels), tuple(label_set), declared)
+
+    @property
+    def labelled(self) -> bool:
+        return self.labels is not None
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+    def capped(self, max_chars: int) -> "Records":
+        """Each text cut at ``max_chars`` characters (a public rule of every method)."""
+        return Records(tuple(t[:max_chars] for t in self.texts), self.labels, self.label_set,
+                       self.label_set_declared)
+
+
+@dataclass(frozen=True)
+class PrivacyStatement:
+    """What a method guarantees, as data the report prints and a test can check."""
+
+    neighbouring: str
+    unit: str
+    measure: str
+    sensitivity: str
+    output_size: str
+    labels: str
+
+    def to_dict(self) -> dict[str, str]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Release:
+    """What a method publishes: synthetic records and the guarantee at the configured budget.
+
+    ``records`` are dicts with ``text`` (and ``label``, a name from the public
+    label set, when the input is labelled). ``epsilon``/``delta`` are the
+    guarantee at the configured caps, never a number computed from what a run
+    happened to use. ``ledger`` (private state) is what was charged.
+    """
+
+    method: str
+    records: tuple[dict, ...]
+    epsilon: float
+    delta: float
+    statement: PrivacyStatement
+    config: dict
+    reproducible: bool | None = None
+    ledger: Any = field(default=None, repr=False, compare=False)
+    notes: tuple[str, ...] = ()
+
+    def texts(self) -> list[str]:
+        return [r["text"] for r in self.records]
+
+    def labels(self) -> list[str | None]:
+        return [r.get("label") for r in self.records]
+
+
+def config_dict(config) -> dict:
+    """The public configuration as a JSON-ready dict (dataclass fields in order)."""
+    out = {}
+    for f in fields(config):
+        value = getattr(config, f.name)
+        out[f.name] = list(value) if isinstance(value, tuple) else value
+    return out
+
+
+def check_inputs(records, config, config_type, seed_sequence) -> None:
+    """The common argument checks of every ``synthesize``."""
+    if not isinstance(records, Records):
+        raise ParameterError("records", records, "must be a dpkit.methods.Records")
+    if not isinstance(config, config_type):
+        raise ParameterError("config", config, f"must be a {config_type.__module__}.{config_type.__name__}")
+    if not isinstance(seed_sequence, np.random.SeedSequence):
+        raise ParameterError("seed_sequence", seed_sequence, "must be a numpy.random.SeedSequence "
+                             "(SeedSequence() for a release, SeedSequence(seed) to reproduce)")
+
+
+def checkpoint(run, name: str, compute):
+    """``run.privatized_seeds(name, compute)`` (computed once per run, its ledger spend saved with it),
+    or ``compute()`` when there is no run folder."""
+    return compute() if run is None else run.privatized_seeds(name, compute)
+
+
+def generate_keyed(run, backend, prompts: dict, *, batch_size: int, desc: str, **generation) -> dict[str, str]:
+    """One completion per prompt (a mapping key -> prompt), each appended to ``run`` as it is done.
+
+    On resume only the missing keys are generated. Returns key -> text.
+    """
+    if run is None:
+        keys = list(prompts)
+        out = {}
+        for i in range(0, len(keys), batch_size):
+            chunk = keys[i:i + batch_size]
+            for key, text in zip(chunk, backend.generate_batch([prompts[k] for k in chunk], **generation)):
+                out[key] = text
+        return out
+    for batch in run.pending_batches(prompts, batch_size, desc=desc):
+        texts = backend.generate_batch([prompt for _, prompt in batch], **generation)
+        for (key, _), text in zip(batch, texts):
+            run.append(key, {"text": text})
+    done = run.records()
+    return {str(k): done[str(k)]["text"] for k in prompts}

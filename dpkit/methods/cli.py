@@ -1,0 +1,168 @@
+"""``dpkit synth {kps,pp,dpst}``: a differentially private synthetic copy of your own labelled texts.
+
+    dpkit synth kps --input data/own_data_sample.csv --text-column text --label-column label \\
+        --epsilon 4 --out runs/kps --smoke
+
+Everything is validated before anything is written (exit 2 and a message that
+names the flag, the value and what is allowed). The run writes ``DIR/private/``
+as it goes and ``DIR/release/`` once at the end; the same command resumes an
+interrupted run and leaves a finished one unchanged (exit 0). Progress goes to
+stderr, a one-line summary to stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from dataclasses import dataclass, replace
+
+SMOKE_ROWS = 200  # the smoke preset reads at most this many rows (a public rule), or the method's own SMOKE_ROWS
+BACKENDS = ("local", "openai", "anthropic")
+
+
+@dataclass
+class Plan:
+    """Everything a run needs, validated; nothing written yet."""
+
+    method: object
+    records: object
+    config: object
+    settings: dict
+    params: dict
+    seed: int | None
+    backend: object
+
+
+def _check_budget(args) -> tuple[float, float | None]:
+    from dpkit.validate import ParameterError
+
+    eps = args.epsilon
+    if not math.isfinite(eps) or eps <= 0:
+        raise ParameterError("--epsilon", eps, "must be a finite number > 0")
+    delta = args.delta
+    if delta is not None:
+        if not (0 < delta < 1):
+            raise ParameterError("--delta", delta, "must lie in (0, 1)")
+        if args.method != "pp":
+            raise ParameterError("--delta", delta, f"does not apply to {args.method}: it is pure epsilon-DP "
+                                 "(delta = 0); only pp takes --delta")
+    return eps, delta
+
+
+def plan(args: argparse.Namespace) -> Plan:
+    """Validate every argument and read the input (raises ParameterError; writes nothing)."""
+    from dpkit.backends import get_backend
+    from dpkit.data.tables import label_set, read_table
+    from dpkit.methods import METHODS, Records
+    from dpkit.methods.folder import file_digest
+    from dpkit.validate import ParameterError, check_int
+
+    method = METHODS[args.method]
+    eps, delta = _check_budget(args)
+    if args.limit is not None:
+        check_int("--limit", args.limit, minimum=1)
+    if args.seed is not None:
+        check_int("--seed", args.seed, minimum=0)
+    if args.labels is not None and args.label_column is None:
+        raise ParameterError("--labels", args.labels, "needs --label-column (the column the labels are in)")
+    if args.method == "pp":
+        method.check_backend(args.backend)
+    limit = args.limit
+    if args.smoke:
+        rows = getattr(method, "SMOKE_ROWS", SMOKE_ROWS)
+        limit = rows if limit is None else min(limit, rows)
+    table = read_table(args.input, args.text_column, args.label_column, limit=limit)
+    names = label_set(table.labels, args.labels) if table.labels is not None else None
+    records = Records.from_strings(table.texts, table.labels, names, declared=args.labels is not None)
+    options = {"delta": delta} if delta is not None else {}
+    config = (method.Config.smoke(eps, **options) if args.smoke else method.Config(epsilon=eps, **options))
+    backend = None
+    if args.method != "pp" or args.backend in (None, "local"):
+        backend = get_backend(args.backend or "local", args.model)
+    settings = {"method": args.method, "text_column": args.text_column, "label_column": args.label_column,
+                "labels": list(names) if names is not None else None, "labels_declared": args.labels is not None,
+                "limit": limit, "smoke": bool(args.smoke), "backend": args.backend or "local",
+                "model": args.model}
+    from dpkit.methods.base import config_dict
+
+    params = dict(settings, method_config=config_dict(config), epsilon=eps, delta=delta,
+                  input_sha256=file_digest(args.input))
+    return Plan(method, records, config, settings, params, args.seed, backend)
+
+
+def execute(p: Plan, out) -> tuple[object, str]:
+    """Run (or resume) the plan in folder ``out``; returns ``(release or None, state)``."""
+    from dpkit.methods.folder import DONE, folder_state, log, paths
+    from dpkit.methods.release import write_release
+    from dpkit.privacy import PrivacyLedger
+    from dpkit.runs import Run
+    from dpkit.seeds import root_sequence
+
+    state = folder_state(out, p.params, p.seed)
+    root, release_dir, private = paths(out)
+    if state == DONE:
+        return None, state
+    start = time.perf_counter()
+    run = Run(private, params=p.params, seed=p.seed, ledger=PrivacyLedger())
+    log(private, f"{'resumed' if run.resumed else 'started'} {p.settings['method']}")
+    _say(f"dpkit synth {p.settings['method']}: {'resuming' if run.resumed else 'starting'} in {root}")
+    release = p.method.synthesize(p.records, p.config, run, p.backend, root_sequence(p.seed))
+    release = replace(release, reproducible=p.seed is not None)
+    if not release_dir.exists():
+        write_release(release_dir, release, p.settings)
+    seconds = time.perf_counter() - start
+    timings = dict(run.manifest.get("timings", {}))
+    timings[f"session_{run.manifest.get('resumes', 0)}_seconds"] = round(seconds, 3)
+    run.finish(backend=p.backend, timings=timings)
+    log(private, f"finished in {seconds:.1f} s")
+    return release, state
+
+
+def _say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def _synth(args: argparse.Namespace) -> int:
+    from dpkit import runtime
+    from dpkit.methods.folder import DONE
+    from dpkit.validate import ParameterError
+
+    runtime.set_offline()
+    try:
+        p = plan(args)
+        release, state = execute(p, args.out)
+    except ParameterError as error:
+        print(f"dpkit synth: {error}", file=sys.stderr)
+        return 2
+    if state == DONE:
+        print(f"dpkit synth {args.method}: {args.out}/release is already complete; nothing changed")
+        return 0
+    mode = "reproducible, NOT a DP release" if release.reproducible else "release mode"
+    delta = "0" if release.delta == 0 else f"{release.delta:g}"
+    print(f"dpkit synth {args.method}: {len(release.records)} synthetic records in {args.out}/release "
+          f"(epsilon={release.epsilon:g}, delta={delta}, {mode})")
+    return 0
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("synth", help="a DP synthetic copy of your own texts (kps, pp or dpst)",
+                              description=__doc__.splitlines()[0])
+    p.add_argument("method", choices=("kps", "pp", "dpst"), help="DP-KPS, private prediction or DP-ST")
+    p.add_argument("--input", required=True, help="CSV, TSV or JSON Lines file, UTF-8")
+    p.add_argument("--text-column", required=True, help="the column with the texts")
+    p.add_argument("--label-column", default=None, help="the column with the labels (optional)")
+    p.add_argument("--labels", default=None, help="the public label set, comma-separated (default: read from "
+                   "the input, and the report says it is treated as public)")
+    p.add_argument("--epsilon", type=float, required=True, help="privacy budget, > 0")
+    p.add_argument("--delta", type=float, default=None, help="pp only: delta in (0, 1) (default 1e-6)")
+    p.add_argument("--out", required=True, help="run folder DIR: DIR/release (publishable) and DIR/private")
+    p.add_argument("--backend", choices=BACKENDS, default=None, help="text generation backend (default local; "
+                   "pp runs on the local model only)")
+    p.add_argument("--model", default=None, help="model name or path for the backend")
+    p.add_argument("--smoke", action="store_true", help=f"tiny sizes (at most {SMOKE_ROWS} rows), for tests")
+    p.add_argument("--seed", type=int, default=None, help="reproducible mode: NOT a DP release (default: fresh "
+                   "noise from the operating system)")
+    p.add_argument("--limit", type=int, default=None, help="keep the first N rows of the input")
+    p.set_defaults(func=_synth)

@@ -1,0 +1,146 @@
+"""DP-ST as a method: each document replaced by public triples, then rewritten by an LLM.
+
+Wraps :class:`dpkit.dpst.privatize.DPST` in its document-level variant (a fixed
+number of triple slots, each chosen by exponential mechanisms over PUBLIC
+triples: pure epsilon-DP for any change of the document) and the Table 3-shaped
+reconstruction of :mod:`dpkit.dpst.reconstruct`. The label of a labelled record
+is released through k-ary randomized response (:mod:`dpkit.methods.labels`)
+with ``label_share`` of epsilon, so the record (text and label) is protected.
+
+Each output depends on its own input document only (local DP): the relation is
+replace-one, under which the number of documents is public, and the release
+has one record per input row (after ``--limit``).
+
+Randomness: document ``i`` draws its triples from node ``(0, i)`` and its label
+from node ``(1, i)`` of the run's root; the reconstruction's sampling seed from
+node ``2``. Private triples (with their ledger entries) are checkpointed before
+any model sees them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from dpkit.methods.base import (PrivacyStatement, Records, Release, check_inputs, checkpoint, config_dict,
+                                generate_keyed)
+from dpkit.seeds import generator, int_seed
+from dpkit.validate import ParameterError, check_choice, check_in_range, check_int, check_positive
+
+NAME = "dpst"
+SMOKE_ROWS = 12  # one output per record: the smoke preset reads at most this many rows
+STATEMENT = PrivacyStatement(
+    neighbouring="replace-one record (the number of records is public)",
+    unit="record (one document with its label); each output depends on its own record only (local DP)",
+    measure="pure epsilon-DP per record (delta = 0)",
+    sensitivity="exponential mechanisms with utility clip(cos, 0, 1) in [0, 1] (sensitivity 1) per triple slot, "
+                "over public centroids then public triples; the label by k-ary randomized response",
+    output_size="one output per input record (n is public under replace-one)",
+    labels="each output's label is the record's label released by k-ary randomized response",
+)
+
+
+@dataclass(frozen=True)
+class Config:
+    """Public parameters of a DP-ST release; ``epsilon`` is per record (text and label together)."""
+
+    epsilon: float
+    label_share: float = 0.1           # part of epsilon for the label (labelled input only)
+    slots: int = 4
+    k: int = 50                        # neighbourhoods of the public triple corpus
+    n_articles: int = 300              # public news articles behind the triple corpus
+    neighbourhood_share: float = 0.5
+    tie_scorer: str = "unigram"
+    reconstruct: bool = True           # False: release the triples joined as text
+    max_new_tokens: int = 48
+    temperature: float = 0.0
+    batch_size: int = 8
+    max_chars: int = 2000
+
+    def __post_init__(self):
+        check_positive("epsilon", self.epsilon)
+        check_in_range("label_share", self.label_share, 0.0, 1.0, low_open=True, high_open=True)
+        check_int("slots", self.slots, minimum=1)
+        check_int("k", self.k, minimum=1)
+        check_int("n_articles", self.n_articles, minimum=1)
+        check_in_range("neighbourhood_share", self.neighbourhood_share, 0.0, 1.0, low_open=True, high_open=True)
+        check_choice("tie_scorer", self.tie_scorer, ("unigram", "lm"))
+        check_int("max_new_tokens", self.max_new_tokens, minimum=1)
+        check_positive("temperature", self.temperature, allow_zero=True)
+        check_int("batch_size", self.batch_size, minimum=1)
+        check_int("max_chars", self.max_chars, minimum=1)
+        if not isinstance(self.reconstruct, bool):
+            raise ParameterError("reconstruct", self.reconstruct, "must be True or False")
+
+    def budgets(self, labelled: bool) -> tuple[float, float]:
+        """(text epsilon, label epsilon); the label gets nothing when the input is unlabelled."""
+        if not labelled:
+            return self.epsilon, 0.0
+        return self.epsilon * (1 - self.label_share), self.epsilon * self.label_share
+
+    @classmethod
+    def smoke(cls, epsilon: float, **changes) -> "Config":
+        """Tiny sizes: seconds on a CPU (a small cached public corpus)."""
+        return replace(cls(epsilon=epsilon, k=8, n_articles=12, max_new_tokens=8), **changes)
+
+
+def _split(prepared, i: int, offsets):
+    from dpkit.dpst.privatize import Prepared
+
+    return Prepared([prepared.texts[i]], [prepared.triples[i]], prepared.embeddings[offsets[i]:offsets[i + 1]])
+
+
+def synthesize(records: Records, config: Config, run, backend, seed_sequence: np.random.SeedSequence) -> Release:
+    """A DP-ST release of ``records``: one output per record, epsilon-DP per record (pure, replace-one)."""
+    check_inputs(records, config, Config, seed_sequence)
+    from dpkit.dpst import DPST, load_public_corpus
+    from dpkit.dpst.privatize import PrivateDocument
+    from dpkit.dpst.reconstruct import clean_output, reconstruction_messages
+    from dpkit.methods.labels import label_contract, randomized_response
+    from dpkit.privacy import PrivacyContract, PrivacyLedger
+
+    records = records.capped(config.max_chars)
+    eps_text, eps_label = config.budgets(records.labelled)
+    ledger = PrivacyLedger() if run is None or run.ledger is None else run.ledger
+    corpus = load_public_corpus(k=config.k, n_articles=config.n_articles)
+    mechanism = DPST(corpus, eps_text, "document", slots=config.slots,
+                     neighbourhood_share=config.neighbourhood_share, scorer=config.tie_scorer)
+
+    def private_part():
+        prepared = mechanism.prepare(list(records.texts))
+        offsets = np.concatenate([[0], np.cumsum([len(t) for t in prepared.triples])])
+        triples = [mechanism.privatize_prepared(_split(prepared, i, offsets), generator(seed_sequence, 0, i))[0].triples
+                   for i in range(len(records))]
+        ledger.spend_parallel(mechanism.contract, "dpst: document-level triples", groups=len(records))
+        labels = None
+        if records.labelled:
+            k = len(records.label_set)
+            labels = [randomized_response(y, k, eps_label, generator(seed_sequence, 1, i))
+                      for i, y in enumerate(records.labels)]
+            ledger.spend_parallel(label_contract(k, eps_label, mechanism.contract.unit),
+                                  "dpst: label by randomized response", groups=len(records))
+        return {"triples": triples, "labels": labels, "contract": mechanism.contract.to_dict()}
+
+    released = checkpoint(run, "triples", private_part)
+    contract = PrivacyContract.from_dict(released["contract"])
+    keys = [f"doc-{i}" for i in range(len(records))]
+    if config.reconstruct:
+        prompts = {key: reconstruction_messages(PrivateDocument([str(t) for t in triples], np.zeros(0, np.int64),
+                                                                contract))
+                   for key, triples in zip(keys, released["triples"])}
+        texts = generate_keyed(run, backend, prompts, batch_size=config.batch_size, desc="dpst: reconstructing",
+                               max_new_tokens=config.max_new_tokens, temperature=config.temperature,
+                               seed=int_seed(seed_sequence, 2))
+        outputs = [clean_output(texts[key]) for key in keys]
+    else:
+        outputs = [". ".join(str(t) for t in triples) for triples in released["triples"]]
+    out = []
+    for i, text in enumerate(outputs):
+        record = {"text": text}
+        if records.labelled:
+            record["label"] = records.label_set[int(released["labels"][i])]
+        out.append(record)
+    return Release(NAME, tuple(out), float(config.epsilon), 0.0, STATEMENT, config_dict(config), ledger=ledger,
+                   notes=(f"per record: text epsilon {eps_text:g}" +
+                          (f", label epsilon {eps_label:g}" if records.labelled else ""),))

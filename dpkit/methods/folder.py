@@ -1,0 +1,91 @@
+"""The run folder of ``dpkit synth``: ``DIR/release/`` (publishable) and ``DIR/private/`` (everything else).
+
+``DIR/private/`` is a :class:`dpkit.runs.Run` folder: ``manifest.json`` (the
+public configuration, the input file's SHA-256, the seed in reproducible mode,
+the ledger's state, timings), ``records.jsonl`` and ``seeds/`` (checkpoints),
+``log.txt``. ``DIR/release/`` is written once, atomically, at the end
+(:mod:`dpkit.methods.release`).
+
+:func:`folder_state` decides, BEFORE anything is written, whether ``DIR`` is new,
+a run to resume, or a finished run; a different public configuration or input
+file is a :class:`~dpkit.validate.ParameterError` naming what differs.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import os
+from pathlib import Path
+
+from dpkit.validate import ParameterError
+
+NEW, RESUME, DONE = "new", "resume", "done"
+
+
+def file_digest(path: str | os.PathLike) -> str:
+    """SHA-256 of a file's bytes (kept in ``private/`` only)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def paths(out: str | os.PathLike) -> tuple[Path, Path, Path]:
+    """``(DIR, DIR/release, DIR/private)``."""
+    root = Path(out)
+    return root, root / "release", root / "private"
+
+
+def _differences(old: dict, new: dict, prefix: str = "") -> list[str]:
+    out = []
+    for key in sorted(set(old) | set(new)):
+        before, after = old.get(key, "<absent>"), new.get(key, "<absent>")
+        if before == after:
+            continue
+        if isinstance(before, dict) and isinstance(after, dict):
+            out += _differences(before, after, f"{prefix}{key}.")
+        elif key == "input_sha256":
+            out.append("the input file's content (its SHA-256 differs)")
+        else:
+            out.append(f"{prefix}{key}: {before!r} -> {after!r}")
+    return out
+
+
+def folder_state(out: str | os.PathLike, params: dict, seed: int | None) -> str:
+    """``NEW``, ``RESUME`` or ``DONE`` for the folder ``out``; ParameterError if it holds something else."""
+    root, release, private = paths(out)
+    if root.exists() and not root.is_dir():
+        raise ParameterError("--out", str(root), "exists and is not a folder")
+    manifest_path = private / "manifest.json"
+    if not manifest_path.exists():
+        if root.exists() and any(root.iterdir()):
+            raise ParameterError("--out", str(root), "exists, is not empty and holds no dpkit synth run; "
+                                 "give a new or empty folder")
+        return NEW
+    try:
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        raise ParameterError("--out", str(root), "holds an unreadable private/manifest.json; "
+                             "use a new folder") from None
+    new = json.loads(json.dumps(params, sort_keys=True))
+    changes = _differences(manifest.get("params", {}), new)
+    if manifest.get("seed") != seed:
+        changes.append("--seed differs from the run's" if manifest.get("seed") is not None and seed is not None
+                       else f"the randomness mode (this run was made {'with' if manifest.get('seed') is not None else 'without'} --seed)")
+    if changes:
+        raise ParameterError("--out", str(root), "holds a run with another configuration or input; resuming "
+                             "would mix two runs. It differs in: " + "; ".join(changes)
+                             + ". Use a new folder, or delete this one to start over")
+    if manifest.get("status") == "complete" and release.is_dir():
+        return DONE
+    return RESUME
+
+
+def log(private: Path, message: str) -> None:
+    """Append a time-stamped line to ``private/log.txt`` (the folder must exist)."""
+    stamp = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    with open(private / "log.txt", "a", encoding="utf-8") as handle:
+        handle.write(f"{stamp} {message}\n")

@@ -1,0 +1,129 @@
+"""DP-KPS as a method: private keyphrase sequences per class, then one LLM text per sequence.
+
+Wraps :func:`dpkit.kps.pipeline.fit_kps` (the private part) and the DP-KPS
+prompts; everything after the keyphrase sequences is post-processing. The
+keyphrase sequences are checkpointed (with the ledger entries they cost) before
+any model sees them, so a resumed run never draws them again.
+
+Randomness (children of the run's root, :mod:`dpkit.seeds`): ``0`` the
+vocabulary and DP-KDE noise, ``(1, c)`` class ``c``'s sequence sampling,
+``2`` the LLM's sampling seed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from dpkit.methods.base import (PrivacyStatement, Records, Release, check_inputs, checkpoint, config_dict,
+                                generate_keyed)
+from dpkit.seeds import generator, int_seed
+from dpkit.validate import ParameterError, check_choice, check_in_range, check_int, check_positive
+
+NAME = "kps"
+VOCABULARIES = ("english", "medical")
+STATEMENT = PrivacyStatement(
+    neighbouring="add/remove one record",
+    unit="record (one text with its label)",
+    measure="pure epsilon-DP (delta = 0)",
+    sensitivity="vocabulary histogram: each record adds at most S distinct terms (count sensitivity 1 per "
+                "term, S in total); DP-KDE sketch: a record's weight sums to 1 (L2 sensitivity sqrt(2 I) "
+                "for I random Fourier features); classes are disjoint, so per-class sketches compose in parallel",
+    output_size="n_per_class texts for every label of the public label set (a public parameter)",
+    labels="each synthetic text carries the label whose DP-KDE produced its keyphrases",
+)
+
+
+@dataclass(frozen=True)
+class Config:
+    """Public parameters of a DP-KPS release (``epsilon`` = ``eps_voc + eps_kde``)."""
+
+    epsilon: float
+    n_per_class: int = 100
+    vocabulary_share: float = 0.2      # part of epsilon for the private vocabulary, the rest for the DP-KDEs
+    vocabulary: str = "english"        # public vocabulary: 10k frequent English words, or medical terms
+    S: int = 10
+    N: int = 1000
+    L: int = 6
+    kde: str = "independent"
+    n_features: int = 1024
+    bandwidth: float = 1.0
+    document_type: str = "short text"
+    max_new_tokens: int = 48
+    temperature: float = 0.7
+    batch_size: int = 8
+    max_chars: int = 2000
+
+    def __post_init__(self):
+        check_positive("epsilon", self.epsilon)
+        check_int("n_per_class", self.n_per_class, minimum=1)
+        check_in_range("vocabulary_share", self.vocabulary_share, 0.0, 1.0, low_open=True, high_open=True)
+        check_choice("vocabulary", self.vocabulary, VOCABULARIES)
+        check_int("max_new_tokens", self.max_new_tokens, minimum=1)
+        check_positive("temperature", self.temperature, allow_zero=True)
+        check_int("batch_size", self.batch_size, minimum=1)
+        check_int("max_chars", self.max_chars, minimum=1)
+        if not isinstance(self.document_type, str) or not self.document_type.strip():
+            raise ParameterError("document_type", self.document_type, "must be a non-empty description")
+        self.kps_config()  # validates S, N, L, kde, n_features, bandwidth
+
+    def kps_config(self):
+        from dpkit.kps.pipeline import KPSConfig
+
+        eps_voc = self.epsilon * self.vocabulary_share
+        return KPSConfig(eps_voc=eps_voc, eps_kde=self.epsilon - eps_voc, S=self.S, N=self.N, L=self.L,
+                         method=self.kde, n_features=self.n_features, bandwidth=self.bandwidth)
+
+    @classmethod
+    def smoke(cls, epsilon: float, **changes) -> "Config":
+        """Tiny sizes: seconds on a CPU."""
+        return replace(cls(epsilon=epsilon, n_per_class=2, N=60, L=4, n_features=128, max_new_tokens=8), **changes)
+
+
+def _public_vocabulary(name: str):
+    from dpkit.data import english_vocabulary, medical_vocabulary
+    from dpkit.kps.vocabulary import PhraseMatcher
+
+    words = english_vocabulary(10_000, remove_stop_words=True) if name == "english" else medical_vocabulary()
+    return PhraseMatcher(words)
+
+
+def synthesize(records: Records, config: Config, run, backend, seed_sequence: np.random.SeedSequence) -> Release:
+    """A DP-KPS release of ``records``: ``n_per_class`` texts per label, epsilon-DP (pure)."""
+    check_inputs(records, config, Config, seed_sequence)
+    from dpkit.kps.pipeline import fit_kps
+    from dpkit.kps.prompts import kps_prompt
+    from dpkit.models.embed import load_embedder
+    from dpkit.privacy import PrivacyContract, PrivacyLedger
+
+    records = records.capped(config.max_chars)
+    label_set = records.label_set if records.labelled else ("all",)
+    labels = np.asarray(records.labels if records.labelled else [0] * len(records), dtype=np.int64)
+    ledger = PrivacyLedger() if run is None or run.ledger is None else run.ledger
+
+    def private_part():
+        model = fit_kps(records.texts, labels, label_set, _public_vocabulary(config.vocabulary), load_embedder(),
+                        config.kps_config(), generator(seed_sequence, 0), ledger)
+        sequences = [model.sequences(c, config.n_per_class, generator(seed_sequence, 1, c))
+                     for c in range(len(label_set))]
+        return {"sequences": sequences, "contract": model.contracts["kde"][0].to_dict()}
+
+    released = checkpoint(run, "keyphrases", private_part)
+    contract = PrivacyContract.from_dict(released["contract"])
+    prompts, owners = {}, {}
+    for c, sequences in enumerate(released["sequences"]):
+        for i, terms in enumerate(sequences):
+            key = f"text-{c}-{i}"
+            prompts[key] = kps_prompt([str(t) for t in terms], config.document_type, contract)
+            owners[key] = c
+    texts = generate_keyed(run, backend, prompts, batch_size=config.batch_size, desc="kps: generating",
+                           max_new_tokens=config.max_new_tokens, temperature=config.temperature,
+                           seed=int_seed(seed_sequence, 2))
+    out = []
+    for key in prompts:
+        record = {"text": texts[key].strip()}
+        if records.labelled:
+            record["label"] = label_set[owners[key]]
+        out.append(record)
+    return Release(NAME, tuple(out), float(config.epsilon), 0.0, STATEMENT, config_dict(config), ledger=ledger)

@@ -1,0 +1,136 @@
+"""Private prediction as a method: hash batches of private prompts, one privately decoded text per batch.
+
+Wraps :func:`dpkit.privpred.pipeline.generate_synthetic` (Algorithm 1 of
+{cite}`amin2024private`). The batch layout is public: ``n_batches`` per label
+is a parameter, never derived from the input's size, and each batch releases
+one text (``max_examples_per_batch = 1``). Private prompts are decoded on the
+LOCAL model only; an API backend is refused before anything runs.
+
+Randomness: batch ``b`` of label ``c`` draws from the node ``(c + 1, b)`` of the
+run's root (:mod:`dpkit.seeds`), so a resumed batch redraws from its own node.
+
+Public input rules: each text is cut at ``max_chars`` characters; an empty text
+is replaced by the placeholder ``EMPTY_TEXT`` (a prompt is never empty).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from dpkit.methods.base import PrivacyStatement, Records, Release, check_inputs, config_dict
+from dpkit.validate import ParameterError, check_int, check_positive, check_probability
+
+NAME = "pp"
+EMPTY_TEXT = "(empty)"
+STATEMENT = PrivacyStatement(
+    neighbouring="add/remove one record",
+    unit="record (one private prompt: a text with its label)",
+    measure="zCDP at the private-token cap r, reported as (epsilon, delta) (Theorem 1 of Amin et al.)",
+    sensitivity="clipped logits averaged over the expected batch size s: c/s per token; the batches are "
+                "disjoint (a record's batch is a hash of the record alone), so they compose in parallel",
+    output_size="one text per batch; n_batches batches per label of the public label set (public parameters)",
+    labels="each batch holds one label (a record's label picks its batch group); the label set is public",
+)
+
+
+def _templates():
+    from dpkit.privpred.prompts import PromptTemplate
+
+    return {
+        "labelled": PromptTemplate(
+            name="labelled-text",
+            user="Here are texts with Label: {label}.\n\nText: {example}\n\nPlease give me another one.",
+            public_example="<text with Label: {label}>", answer_prefix="Text:"),
+        "unlabelled": PromptTemplate(
+            name="text", user="Here is a text.\n\nText: {example}\n\nPlease give me another one.",
+            public_example="<text>", answer_prefix="Text:"),
+    }
+
+
+@dataclass(frozen=True)
+class Config:
+    """Public parameters of a private-prediction release (target ``epsilon`` at ``delta``)."""
+
+    epsilon: float
+    delta: float = 1e-6
+    n_batches: int = 16                 # batches per label: the number of synthetic texts per label
+    expected_batch_size: float = 8.0    # s: the decoder divides by s, never by an actual batch size
+    clip: float = 2.0
+    temperature: float = 1.0
+    public_temperature: float = 1.5
+    top_k: int | None = 50
+    max_new_tokens: int = 32
+    template: str = "auto"              # "auto" (generic, by whether the input is labelled) or a privpred template
+    hash_key: str = ""
+    max_chars: int = 1000
+
+    def __post_init__(self):
+        check_positive("epsilon", self.epsilon)
+        check_probability("delta", self.delta)
+        check_int("n_batches", self.n_batches, minimum=1)
+        check_int("max_chars", self.max_chars, minimum=1)
+        if self.template != "auto":
+            from dpkit.privpred.prompts import get_template
+
+            get_template(self.template)
+        self.pp_config()  # validates the decoding parameters and that epsilon affords one private token
+
+    def pp_config(self):
+        from dpkit.privpred import PrivatePredictionConfig
+
+        return PrivatePredictionConfig(
+            epsilon=self.epsilon, delta=self.delta, expected_batch_size=self.expected_batch_size, clip=self.clip,
+            temperature=self.temperature, public_temperature=self.public_temperature, top_k=self.top_k,
+            max_new_tokens=self.max_new_tokens, max_examples_per_batch=1, hash_key=self.hash_key)
+
+    @classmethod
+    def smoke(cls, epsilon: float, **changes) -> "Config":
+        """Tiny sizes: seconds on a CPU."""
+        return replace(cls(epsilon=epsilon, **{k: v for k, v in changes.items() if k == "delta"}),
+                       **{"n_batches": 1, "expected_batch_size": 4.0, "max_new_tokens": 6, "max_chars": 300,
+                          **{k: v for k, v in changes.items() if k != "delta"}})
+
+
+def template_for(config: Config, labelled: bool):
+    if config.template == "auto":
+        return _templates()["labelled" if labelled else "unlabelled"]
+    from dpkit.privpred.prompts import get_template
+
+    return get_template(config.template)
+
+
+def synthesize(records: Records, config: Config, run, backend, seed_sequence: np.random.SeedSequence) -> Release:
+    """A private-prediction release of ``records``: one text per public batch index."""
+    check_inputs(records, config, Config, seed_sequence)
+    from dpkit.privacy import PrivacyLedger
+    from dpkit.privpred import generate_synthetic, resolve_local_lm
+
+    lm = resolve_local_lm(backend)  # RemoteBackendError (a ParameterError) for API backends
+    records = records.capped(config.max_chars)
+    texts = [t if t.strip() else EMPTY_TEXT for t in records.texts]
+    ledger = PrivacyLedger() if run is None or run.ledger is None else run.ledger
+    pcfg = config.pp_config()
+    result = generate_synthetic(texts, template_for(config, records.labelled), pcfg,
+                                labels=records.labels, label_names=records.label_set, n_batches=config.n_batches,
+                                model=lm, seed=seed_sequence, run=run, ledger=ledger)
+    out = []
+    for example in result.examples:
+        record = {"text": example.text.strip()}
+        if records.labelled:
+            record["label"] = records.label_set[int(example.label)]
+        out.append(record)
+    guarantee = pcfg.guarantee()
+    return Release(NAME, tuple(out), float(guarantee["epsilon"]), float(config.delta), STATEMENT,
+                   config_dict(config), ledger=ledger,
+                   notes=(f"private-token cap r = {guarantee['max_private_tokens']} per batch; "
+                          f"rho = {guarantee['rho']:.6g}",))
+
+
+def check_backend(name: str | None) -> None:
+    """Private prediction decodes private prompts: only the local backend is allowed."""
+    if name not in (None, "local"):
+        raise ParameterError("--backend", name, "private prediction decodes the PRIVATE prompts and needs full "
+                             "next-token logits, so it runs on the local model only (use --backend local); "
+                             "API backends never receive private text")

@@ -1,0 +1,126 @@
+"""Write a release folder: what the data owner may publish, and nothing else.
+
+``release/`` holds exactly three files:
+
+* ``synthetic.jsonl`` -- one JSON object per line: ``text``, and ``label`` (a name
+  from the public label set) when the input is labelled;
+* ``privacy_report.md`` -- method, neighbouring relation, unit of privacy,
+  epsilon, delta, what the release contains, the public configuration, the
+  randomness mode;
+* ``config.json`` -- the public configuration only.
+
+Nothing derived from the private data reaches these files except the
+mechanism's outputs: no counts, sizes, digests, timings, seeds or file names.
+The folder is written next to its final place and renamed into it, so a crash
+never leaves a half-written ``release/``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from dpkit.methods.base import Release
+from dpkit.validate import ParameterError
+
+RELEASE_FILES = ("synthetic.jsonl", "privacy_report.md", "config.json")
+METHOD_TITLES = {"kps": "DP-KPS (private keyphrase seeds)", "pp": "Private prediction (private batched decoding)",
+                 "dpst": "DP-ST (private semantic triples, document-level variant)"}
+
+
+def _mode_line(reproducible: bool) -> str:
+    if reproducible:
+        return ("**Reproducible mode: the noise can be regenerated from the seed that was given, so this is NOT a "
+                "differentially private release.** Use it for teaching and tests only; rerun without `--seed` "
+                "to make a release.")
+    return ("Release mode: all noise was drawn from fresh operating-system entropy; nothing that could "
+            "regenerate it was written anywhere.")
+
+
+def privacy_report(release: Release, public: dict) -> str:
+    """The markdown report (public facts only)."""
+    s = release.statement
+    delta = "0 (pure DP)" if release.delta == 0 else f"{release.delta:g}"
+    lines = [
+        _mode_line(bool(release.reproducible)), "",
+        f"# Privacy report: {METHOD_TITLES.get(release.method, release.method)}", "",
+        "| | |", "|---|---|",
+        f"| method | `{release.method}` |",
+        f"| neighbouring relation | {s.neighbouring} |",
+        f"| unit of privacy | {s.unit} |",
+        f"| privacy measure | {s.measure} |",
+        f"| epsilon | {release.epsilon:g} |",
+        f"| delta | {delta} |",
+        f"| sensitivity | {s.sensitivity} |",
+        f"| randomness | {'reproducible (seeded): not a DP release' if release.reproducible else 'release (fresh OS entropy)'} |",
+        "",
+        "The guarantee is the one at the configured budget (caps), not a number computed from what the run used.",
+        "",
+        "## What the release contains", "",
+        "- `synthetic.jsonl`: the synthetic records, one JSON object per line with `text`"
+        + (" and `label`." if public.get("label_column") else "."),
+        f"- Number of records: {s.output_size}.",
+        f"- Labels: {s.labels}." if public.get("label_column") else "- The input has no labels.",
+        "- `config.json`: the public configuration below. Nothing else derived from the input (no counts, sizes,"
+        " digests, timings or seeds) is in this folder.",
+    ]
+    if public.get("label_column"):
+        if public.get("labels_declared"):
+            lines.append("- The label set was declared by the data owner (`--labels`) and is public.")
+        else:
+            lines.append("- The label set was read from the input (no `--labels` was given): it is **treated as "
+                         "public** and appears in `config.json`. Give `--labels` when the label names themselves "
+                         "are sensitive.")
+    lines += ["", "## Public rules applied to the input", "",
+              "- Rows: the first `limit` rows when a limit is set (`--limit`, or the smoke preset's); all rows "
+              "otherwise.",
+              "- A missing, empty or NaN text is kept as an empty document (rows are never dropped for their "
+              "content).",
+              f"- Each text is cut at `max_chars` = {release.config.get('max_chars')} characters."]
+    lines += [f"- {note}" for note in release.notes]
+    lines += ["", "## Public configuration", "", "```json", json.dumps(public, indent=2, sort_keys=True), "```", ""]
+    return "\n".join(lines)
+
+
+def public_configuration(release: Release, settings: dict) -> dict:
+    """``config.json``: the CLI's public settings and the method's configuration."""
+    out = dict(settings)
+    out["method"] = release.method
+    out["method_config"] = release.config
+    out["epsilon"] = release.epsilon
+    out["delta"] = release.delta
+    out["randomness"] = "reproducible" if release.reproducible else "release"
+    return out
+
+
+def write_release(folder: str | os.PathLike, release: Release, settings: dict) -> Path:
+    """Write ``folder`` (the ``release/`` directory) atomically; returns its path.
+
+    ``settings``: the public settings of the run (method, columns, limit, label
+    set, backend, model...). Refuses to overwrite an existing release.
+    """
+    if not isinstance(release, Release):
+        raise ParameterError("release", release, "must be a dpkit.methods.Release")
+    folder = Path(folder)
+    if folder.exists():
+        raise ParameterError("release folder", str(folder), "already exists; a release is written once")
+    public = public_configuration(release, settings)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".release-", dir=folder.parent))
+    try:
+        with open(tmp / "synthetic.jsonl", "w", encoding="utf-8") as handle:
+            for record in release.records:
+                handle.write(json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n")
+        (tmp / "privacy_report.md").write_text(privacy_report(release, public), encoding="utf-8")
+        (tmp / "config.json").write_text(json.dumps(public, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        for name in RELEASE_FILES:
+            with open(tmp / name, "rb") as handle:
+                os.fsync(handle.fileno())
+        os.replace(tmp, folder)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return folder

@@ -1,0 +1,172 @@
+"""`dpkit synth` contract: files, exit codes, nothing written on bad input, resume, configuration mismatch.
+
+A fake text generator stands in for the LLM here (plumbing only); tests/test_synth_methods.py
+runs every method on the bundled model.
+"""
+
+import json
+
+import pytest
+
+import dpkit.backends
+from dpkit.cli import main
+from dpkit.methods.release import RELEASE_FILES
+
+SAMPLE = "data/own_data_sample.csv"
+
+
+class FakeBackend:
+    name = "fake"
+    remote = False
+    model = "fake"
+
+    def __init__(self, fail_after=None):
+        self.calls = 0
+        self.fail_after = fail_after
+
+    def generate_batch(self, prompts, **generation):
+        self.calls += 1
+        if self.fail_after is not None and self.calls > self.fail_after:
+            raise KeyboardInterrupt("simulated crash")
+        return [f"synthetic text {len(str(p))} {generation.get('seed')}" for p in prompts]
+
+    def describe(self):
+        return {"name": "fake", "model": "fake"}
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    backend = FakeBackend()
+    monkeypatch.setattr(dpkit.backends, "get_backend", lambda *a, **k: backend)
+    return backend
+
+
+def synth(out, *extra, method="kps", input=SAMPLE, epsilon="4"):
+    return main(["synth", method, "--input", str(input), "--text-column", "text", "--label-column", "label",
+                 "--epsilon", epsilon, "--out", str(out), "--smoke", *extra])
+
+
+def snapshot(folder):
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["kps", "--input", "missing.csv", "--text-column", "text", "--epsilon", "1"], "does not exist"),
+    (["kps", "--input", SAMPLE, "--text-column", "body", "--epsilon", "1"], "['text', 'label']"),
+    (["kps", "--input", SAMPLE, "--text-column", "text", "--epsilon", "0"], "--epsilon"),
+    (["kps", "--input", SAMPLE, "--text-column", "text", "--epsilon", "nan"], "--epsilon"),
+    (["kps", "--input", SAMPLE, "--text-column", "text", "--epsilon", "inf"], "--epsilon"),
+    (["pp", "--input", SAMPLE, "--text-column", "text", "--epsilon", "4", "--delta", "1"], "--delta"),
+    (["kps", "--input", SAMPLE, "--text-column", "text", "--epsilon", "4", "--delta", "1e-6"], "pure"),
+    (["pp", "--input", SAMPLE, "--text-column", "text", "--epsilon", "4", "--backend", "openai"], "local model"),
+    (["kps", "--input", SAMPLE, "--text-column", "text", "--epsilon", "4", "--labels", "a,b"], "--label-column"),
+    (["kps", "--input", SAMPLE, "--text-column", "text", "--label-column", "label", "--labels", "billing",
+      "--epsilon", "4"], "missing"),
+    (["kps", "--input", SAMPLE, "--text-column", "text", "--epsilon", "4", "--limit", "0"], "--limit"),
+])
+def test_bad_arguments_exit_2_and_write_nothing(tmp_path, capsys, argv, needle):
+    out = tmp_path / "run"
+    assert main(["synth", *argv, "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and "Traceback" not in err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("data,needle", [
+    (b"\x89PNG\x00\x00binary", "binary"), ("text,label\ncaf\xe9,a\n".encode("latin-1"), "UTF-8"),
+    (b"text,label\na,b,c\n", "fields"), (b"", "empty"),
+])
+def test_bad_files_exit_2_and_write_nothing(tmp_path, capsys, data, needle):
+    path = tmp_path / "in.csv"
+    path.write_bytes(data)
+    assert synth(tmp_path / "run", input=path) == 2
+    assert needle in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
+
+
+def test_unknown_method_and_backend_exit_2(tmp_path):
+    with pytest.raises(SystemExit) as info:
+        main(["synth", "nope", "--input", SAMPLE, "--text-column", "text", "--epsilon", "1", "--out", str(tmp_path / "r")])
+    assert info.value.code == 2
+    with pytest.raises(SystemExit) as info:
+        synth(tmp_path / "r", "--backend", "nope")
+    assert info.value.code == 2
+    assert not (tmp_path / "r").exists()
+
+
+def test_release_layout_resume_and_mismatch(tmp_path, capsys, fake):
+    out = tmp_path / "run"
+    assert synth(out) == 0
+    summary = capsys.readouterr().out.strip().splitlines()
+    assert len(summary) == 1 and "6 synthetic records" in summary[0] and "release mode" in summary[0]
+    assert sorted(p.name for p in (out / "release").iterdir()) == sorted(RELEASE_FILES)
+    records = [json.loads(line) for line in (out / "release" / "synthetic.jsonl").read_text().splitlines()]
+    assert len(records) == 6 and all(set(r) == {"text", "label"} for r in records)
+    assert {r["label"] for r in records} == {"delivery", "billing", "product"}
+    config = json.loads((out / "release" / "config.json").read_text())
+    assert config["labels"] == ["billing", "delivery", "product"] and config["randomness"] == "release"
+    assert "input_sha256" not in json.dumps(config) and "seed" not in config
+    report = (out / "release" / "privacy_report.md").read_text()
+    assert report.startswith("Release mode") and "treated as public" in report
+    assert (out / "private" / "manifest.json").exists() and (out / "private" / "seeds" / "keyphrases.json").exists()
+
+    before = snapshot(out)
+    assert synth(out) == 0  # finished: nothing changes
+    assert "already complete" in capsys.readouterr().out
+    assert snapshot(out) == before
+
+    assert synth(out, epsilon="5") == 2
+    err = capsys.readouterr().err
+    assert "epsilon: 4.0 -> 5.0" in err
+    other = tmp_path / "other.csv"
+    other.write_text(open(SAMPLE).read().replace("parcel", "package"))
+    assert synth(out, input=other) == 2
+    assert "input file" in capsys.readouterr().err
+    assert synth(out, "--seed", "3") == 2
+    assert "randomness mode" in capsys.readouterr().err
+    assert snapshot(out) == before
+
+
+def test_interrupted_run_resumes_without_new_noise(tmp_path, monkeypatch):
+    out = tmp_path / "run"
+    crashing = FakeBackend(fail_after=0)
+    monkeypatch.setattr(dpkit.backends, "get_backend", lambda *a, **k: crashing)
+    with pytest.raises(KeyboardInterrupt):
+        synth(out, "--seed", "1")
+    assert not (out / "release").exists()
+    seeds = (out / "private" / "seeds" / "keyphrases.json").read_bytes()
+    monkeypatch.setattr(dpkit.backends, "get_backend", lambda *a, **k: FakeBackend())
+    assert synth(out, "--seed", "1") == 0
+    assert (out / "private" / "seeds" / "keyphrases.json").read_bytes() == seeds
+    manifest = json.loads((out / "private" / "manifest.json").read_text())
+    assert manifest["status"] == "complete" and manifest["resumes"] == 1
+    assert len(manifest["ledger"]["entries"]) == 2  # vocabulary + one parallel KDE entry: charged once
+
+
+def test_reproducible_mode_repeats_and_says_so(tmp_path, fake):
+    assert synth(tmp_path / "a", "--seed", "7") == 0
+    assert synth(tmp_path / "b", "--seed", "7") == 0
+    a, b = (tmp_path / x / "release" / "synthetic.jsonl" for x in "ab")
+    assert a.read_bytes() == b.read_bytes()
+    report = (tmp_path / "a" / "release" / "privacy_report.md").read_text()
+    assert report.startswith("**Reproducible mode") and "NOT a differentially private release" in report
+    assert "7" not in json.loads((tmp_path / "a" / "release" / "config.json").read_text()).values()
+
+
+def test_smoke_on_100k_rows_and_numeric_labels(tmp_path, capsys, fake):
+    path = tmp_path / "big.csv"
+    path.write_text("text,label\n" + "".join(f"message number {i},{i % 3 + 1}\n" for i in range(100_000)))
+    assert synth(tmp_path / "run", input=path) == 0
+    config = json.loads((tmp_path / "run" / "release" / "config.json").read_text())
+    assert config["limit"] == 200 and config["labels"] == ["1", "2", "3"]
+    labels = {json.loads(x)["label"] for x in (tmp_path / "run" / "release" / "synthetic.jsonl").read_text().splitlines()}
+    assert labels == {"1", "2", "3"}
+
+
+def test_empty_texts_and_a_10mb_record_follow_the_public_rules(tmp_path, fake):
+    path = tmp_path / "odd.csv"
+    rows = ['"' + "long " * 2_000_000 + '",a', ",b", "NaN,a", "fine text here,b"]
+    path.write_text("text,label\n" + "\n".join(rows) + "\n")
+    assert synth(tmp_path / "run", method="dpst", input=path) == 0
+    lines = (tmp_path / "run" / "release" / "synthetic.jsonl").read_text().splitlines()
+    assert len(lines) == 4  # one output per record, empty ones included
