@@ -13,7 +13,7 @@ export TOKENIZERS_PARALLELISM := false
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 export MPLBACKEND := Agg
 
-.PHONY: setup book test smoke benchmarks clean-book clean
+.PHONY: setup browser book test smoke benchmarks clean-book clean
 
 setup: $(STAMP)
 
@@ -32,10 +32,20 @@ $(STAMP): requirements.lock requirements-nodeps.txt constraints.txt pyproject.to
 
 book: $(STAMP)
 	@echo "==> executing every notebook and building the book into _build/html"
-	$(VENV)/bin/jupyter-book build . -W -n --keep-going
+	DPKIT_PROGRESS=0 $(VENV)/bin/jupyter-book build . -W -n --keep-going
 	@echo "==> book built: _build/html/index.html"
 
-test: $(STAMP)
+# Debian's chromium renders the built book in tests/test_book_html.py (offline maths,
+# screenshots). Installed when missing and possible; otherwise those tests are skipped.
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "==> installing Debian's chromium (headless browser for the rendered-book tests)"; \
+	    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } \
+	      || echo "==> chromium could not be installed: the browser tests will be skipped"; \
+	  else echo "==> chromium not found (apt-get install -y chromium): the browser tests will be skipped"; fi; }
+
+test: $(STAMP) browser
 	@echo "==> running the test suite"
 	$(VENV)/bin/python -m pytest -n 2
 

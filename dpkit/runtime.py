@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import math
 import os
+import sys
+import warnings
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -21,10 +23,41 @@ OFFLINE_VARIABLES = {
 }
 
 
+QUIET_VARIABLES = {
+    "HF_HUB_DISABLE_PROGRESS_BARS": "1",
+    "TRANSFORMERS_VERBOSITY": "error",
+    "TRANSFORMERS_NO_ADVISORY_WARNINGS": "1",
+}
+
+
 def set_offline() -> None:
-    """Force the Hugging Face libraries offline (idempotent)."""
+    """Force the Hugging Face libraries offline, and quiet (idempotent)."""
     for key, value in OFFLINE_VARIABLES.items():
         os.environ.setdefault(key, value)
+    quiet_model_libraries()
+
+
+def quiet_model_libraries() -> None:
+    """No load-progress bars, advisory logs or widget warnings from the model libraries.
+
+    Loading a 135M model takes a second; its "Loading weights" bar and tqdm's
+    "IProgress not found" warning (raised when a notebook kernel lacks ipywidgets,
+    and printing a machine path) are noise on a book page. Our own long loops show
+    progress through :func:`dpkit.runs.progress`. Idempotent; the environment
+    variables can be set beforehand to override.
+    """
+    for key, value in QUIET_VARIABLES.items():
+        os.environ.setdefault(key, value)
+    warnings.filterwarnings("ignore", message="IProgress not found")
+    if "huggingface_hub" in sys.modules and os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] == "1":
+        from huggingface_hub.utils import disable_progress_bars
+
+        disable_progress_bars()
+    if "transformers" in sys.modules and os.environ["TRANSFORMERS_VERBOSITY"] == "error":
+        from transformers.utils import logging as transformers_logging
+
+        transformers_logging.disable_progress_bar()
+        transformers_logging.set_verbosity_error()
 
 
 def default_threads() -> int:
@@ -55,7 +88,7 @@ def cache_dir() -> Path:
 
 
 def setup(threads: int | None = None) -> dict[str, Any]:
-    """Offline mode, thread count and a quiet matplotlib; returns what was set."""
+    """Offline and quiet model libraries, thread count, a non-interactive matplotlib; returns what was set."""
     set_offline()
     os.environ.setdefault("MPLBACKEND", "Agg")
     used = set_threads(threads)

@@ -2,7 +2,8 @@
 
 The contract: stored without outputs; the first code cell is tagged ``parameters`` and
 defines ``seed``, ``smoke`` and ``results_path``; run with ``smoke=True`` it finishes and
-writes a JSON object of its key numbers to ``results_path``.
+writes a JSON object of its key numbers to ``results_path``, and its outputs carry no
+noise a reader would see on the page (machine paths, Python warnings, progress bars).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from book_noise import find_noise, notebook_output_text
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
@@ -86,6 +88,8 @@ def test_executes_in_smoke_setting(path, tmp_path):
         cwd=str(path.parent), kernel_name="python3", progress_bar=False,
         execution_timeout=300,
     )
+    noise = find_noise(notebook_output_text(_load(tmp_path / path.name)))
+    assert not noise, f"{path.name}: outputs a reader would see carry noise: {noise}"
     assert results.exists(), f"{path.name} did not write results_path"
     data = json.loads(results.read_text())
     assert isinstance(data, dict) and data, f"{path.name} wrote empty results"

@@ -1,0 +1,205 @@
+"""The book as a reader's browser sees it: offline maths, no CDN, no noise, screenshots.
+
+A small book (the introduction, every part page and the first chapter of each part,
+notebooks not executed) is built once per module with the book's own ``_config.yml``.
+Headless Chromium then opens its pages from a loopback server with every host name
+unresolvable, so MathJax can only come from the build itself.
+
+Chromium is Debian's ``chromium`` package (``make browser`` installs it; ``make test``
+runs that first). Where it is absent the browser tests are skipped with that reason.
+Screenshots go to ``$DPKIT_SCREENSHOTS`` when set (to look at them), else to a temporary
+folder.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import http.server
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+import yaml
+from book_noise import MACHINE_PATH, find_noise
+
+ROOT = Path(__file__).resolve().parents[1]
+FULL_BUILD = ROOT / "_build" / "html"
+PARTS = yaml.safe_load((ROOT / "_toc.yml").read_text())["parts"]
+BROWSER = next((shutil.which(name) for name in ("chromium", "chromium-browser") if shutil.which(name)), None)
+needs_browser = pytest.mark.skipif(
+    BROWSER is None, reason="Debian's chromium is not installed (make browser: apt-get install -y chromium)")
+
+
+def _first_chapter(part: dict) -> list[dict]:
+    """The part's first entry with only its first section: a part page and one chapter."""
+    entry = dict(part["chapters"][0])
+    if entry.get("sections"):
+        entry["sections"] = entry["sections"][:1]
+    return [entry]
+
+
+def _mini_toc() -> dict:
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    toc["parts"] = [dict(part, chapters=_first_chapter(part)) for part in toc["parts"]]
+    return toc
+
+
+def _pages(toc: dict) -> list[str]:
+    """Every document of ``toc``, root first."""
+    pages = [toc["root"]]
+    for part in toc["parts"]:
+        for chapter in part["chapters"]:
+            pages.append(chapter["file"])
+            pages.extend(s["file"] for s in chapter.get("sections", []))
+    return pages
+
+
+@pytest.fixture(scope="module")
+def mini_book(tmp_path_factory) -> Path:
+    """Build the small book (no notebook execution) and return its ``html`` folder."""
+    work = tmp_path_factory.mktemp("book")
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    config["execute"]["execute_notebooks"] = "off"
+    (work / "_config.yml").write_text(yaml.safe_dump(config))
+    (work / "_toc.yml").write_text(yaml.safe_dump(_mini_toc()))
+    proc = subprocess.run(
+        [sys.executable, "-c", "from jupyter_book.cli.main import main; main()", "build", str(ROOT),
+         "--toc", str(work / "_toc.yml"), "--config", str(work / "_config.yml"),
+         "--path-output", str(work)],
+        capture_output=True, text=True, timeout=600)
+    html = work / "_build" / "html"
+    assert proc.returncode == 0 and (html / "index.html").exists(), proc.stdout[-3000:] + proc.stderr[-3000:]
+    return html
+
+
+@contextlib.contextmanager
+def _serve(folder: Path):
+    """Serve ``folder`` on a loopback port for the duration of the block; yields the base URL."""
+    handler = functools.partial(_QuietHandler, directory=str(folder))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):  # keep pytest's output clean
+        pass
+
+
+def _chromium(*args: str, timeout: int = 120) -> subprocess.CompletedProcess:
+    """Headless Chromium with no network but loopback: every host name fails to resolve."""
+    command = [BROWSER, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+               "--disable-extensions", "--hide-scrollbars",
+               "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
+               "--virtual-time-budget=20000", *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+
+
+def _html_files(html: Path) -> list[Path]:
+    return [p for p in html.rglob("*.html") if "_static" not in p.parts]
+
+
+# ------------------------------------------------------------------ static checks
+def test_no_page_loads_anything_from_the_network(mini_book):
+    remote = re.compile(r"<(?:script|link|img|iframe)\b[^>]*\b(?:src|href)=[\"'](?:https?:)?//", re.I)
+    offenders = {p.relative_to(mini_book).as_posix(): remote.findall(p.read_text())
+                 for p in _html_files(mini_book)}
+    offenders = {k: v for k, v in offenders.items() if v}
+    assert not offenders, f"pages load remote resources: {offenders}"
+
+
+def test_mathjax_is_served_from_the_build(mini_book):
+    page = (mini_book / "book" / "part_foundations.html").read_text()
+    assert re.search(r"<script[^>]+src=\"\.\./_static/mathjax/tex-mml-chtml\.js", page)
+    assert (mini_book / "_static" / "mathjax" / "output" / "chtml" / "fonts" / "woff-v2").is_dir()
+    assert (mini_book / "_static" / "mathjax" / "LICENSE").is_file()
+
+
+def test_prose_pages_have_no_noise(mini_book):
+    noisy = {}
+    for page in _pages(_mini_toc()):
+        text = (mini_book / f"{page}.html").read_text()
+        found = [n for n in find_noise(text) if not n.startswith("Python warning")]
+        if found:
+            noisy[page] = found
+    assert not noisy, noisy
+
+
+@pytest.mark.skipif(not (FULL_BUILD / "index.html").exists(),
+                    reason="no full build in _build/html (make book builds it); the smoke-executed "
+                           "notebooks are checked for the same noise in test_notebooks.py")
+def test_full_build_has_no_noise():
+    from bs4 import BeautifulSoup
+
+    noisy = {}
+    for path in _html_files(FULL_BUILD):
+        soup = BeautifulSoup(path.read_text(), "html.parser")
+        outputs = "\n".join(div.get_text() for div in soup.select("div.cell_output"))
+        found = find_noise(outputs)
+        paths = MACHINE_PATH.search(soup.get_text())
+        if paths:
+            found.append(f"machine path: {paths.group(0)}")
+        if found:
+            noisy[path.relative_to(FULL_BUILD).as_posix()] = found
+    assert not noisy, noisy
+
+
+# ------------------------------------------------------------------ in the browser
+@needs_browser
+@pytest.mark.parametrize("page", ["book/part_foundations", "notebooks/dp_sensitivity_laplace"])
+def test_math_typesets_offline(mini_book, page):
+    with _serve(mini_book) as base:
+        proc = _chromium("--dump-dom", f"{base}/{page}.html")
+    dom = proc.stdout
+    assert "</html>" in dom, proc.stderr[-2000:]
+    containers = dom.count("<mjx-container")
+    raw = (mini_book / f"{page}.html").read_text()
+    expected = raw.count('class="math') + raw.count("\\(")
+    assert expected > 0, f"{page} has no maths to check"
+    assert containers >= expected // 2 and containers > 0, \
+        f"{page}: {containers} typeset formulas for about {expected} in the source"
+    assert "<mjx-merror" not in dom, f"{page}: MathJax reported a TeX error"
+
+
+def _screenshot_dir(tmp_path_factory) -> Path:
+    target = os.environ.get("DPKIT_SCREENSHOTS")
+    if target:
+        path = Path(target)
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+    return tmp_path_factory.mktemp("screenshots")
+
+
+SCREENSHOT_PAGES = [_mini_toc()["root"]] + [
+    (part["chapters"][0].get("sections") or part["chapters"])[0]["file"] for part in PARTS]
+
+
+@needs_browser
+def test_screenshots_of_the_introduction_and_one_chapter_per_part(mini_book, tmp_path_factory):
+    from matplotlib.image import imread
+
+    folder = _screenshot_dir(tmp_path_factory)
+    book = FULL_BUILD if (FULL_BUILD / "index.html").exists() else mini_book
+    with _serve(book) as base:
+        for page in SCREENSHOT_PAGES:
+            png = folder / (page.replace("/", "__") + ".png")
+            png.unlink(missing_ok=True)
+            proc = _chromium(f"--screenshot={png}", "--window-size=1280,1600", f"{base}/{page}.html")
+            assert png.exists(), f"no screenshot of {page}: {proc.stderr[-2000:]}"
+            image = imread(png)
+            assert image.shape[:2] == (1600, 1280), image.shape
+            # A rendered page has text and a sidebar: many distinct grey levels, not a blank canvas.
+            grey = (image[..., :3].mean(axis=-1) * 255).round()
+            assert len(set(grey.ravel().tolist())) > 20, f"{page}: screenshot looks blank"
+            assert grey.std() > 5, f"{page}: screenshot looks blank"
