@@ -96,3 +96,14 @@ def test_long_document_is_cut_at_the_public_character_cap():
         assert np.array_equal(np.asarray(a), np.asarray(b))
     with pytest.raises(ParameterError, match="max_chars"):
         KPSConfig(max_chars=0)
+
+
+def test_chapter_ledger_adds_the_releases_made_on_the_same_data():
+    from dpkit.kps.experiment import record_release
+    from dpkit.privacy import PrivacyLedger
+
+    chapter = PrivacyLedger()
+    for eps_kde, method in ((2.0, "independent"), (5.0, "iterative")):
+        cfg = KPSConfig(eps_voc=1.0, eps_kde=eps_kde, S=3, N=6, L=3, method=method, n_features=32)
+        record_release(chapter, fit_kps(TEXTS, LABELS, NAMES, VOCAB, HashEmbedder(), cfg, np.random.default_rng(0)))
+    assert ledger_pure_epsilon(chapter) == pytest.approx(3.0 + 6.0)

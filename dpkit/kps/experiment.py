@@ -100,3 +100,20 @@ def describe_ledger(model: KPSModel) -> Mapping[str, float]:
     from dpkit.kps.pipeline import ledger_pure_epsilon
 
     return {"epsilon": ledger_pure_epsilon(model.ledger), "rho": model.ledger.rho, "delta": 0.0}
+
+
+def record_release(chapter_ledger, model: KPSModel) -> None:
+    """Charge every spend of ``model``'s release again on ``chapter_ledger``.
+
+    A chapter that fits several models on the same private data keeps one
+    ledger for all of them: each model's own ledger states that release's
+    guarantee, the chapter ledger the guarantee of all releases together.
+    """
+    from dpkit.privacy import PrivacyContract
+
+    for entry in model.ledger.entries:
+        contract = PrivacyContract.from_dict(entry["contract"])
+        if entry["composition"] == "parallel":
+            chapter_ledger.spend_parallel(contract, entry["label"], int(entry["groups"]))
+        else:
+            chapter_ledger.spend(contract, entry["label"], int(entry["count"]))
