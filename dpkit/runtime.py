@@ -8,7 +8,6 @@ library is imported, so a missing file fails loudly instead of downloading.
 from __future__ import annotations
 
 import json
-import math
 import os
 import sys
 import warnings
@@ -95,33 +94,15 @@ def setup(threads: int | None = None) -> dict[str, Any]:
     return {"threads": used, "offline": True}
 
 
-def _jsonable(value: Any) -> Any:
-    import numpy as np
-
-    if isinstance(value, Mapping):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return _jsonable(value.tolist())
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
-    return value
-
-
 def write_results(results_path: str | os.PathLike | None, results: Mapping[str, Any]) -> dict:
     """Write a notebook's key numbers as JSON to ``results_path`` (no-op when ``None``/empty).
 
     Contract of every notebook: each epsilon/delta it claims appears under a key
     containing "epsilon"/"delta", and every reported metric appears too.
     """
-    payload = _jsonable(dict(results))
+    from dpkit.io import atomic_write_text, to_jsonable
+
+    payload = to_jsonable(dict(results), nonfinite="string")
     if results_path:
-        path = Path(results_path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(path.suffix + ".tmp")
-        tmp.write_text(json.dumps(payload, indent=2, sort_keys=True))
-        tmp.replace(path)
+        atomic_write_text(results_path, json.dumps(payload, indent=2, sort_keys=True))
     return payload

@@ -1,4 +1,4 @@
-"""The privatized-text guard: marks, their loss on plain string operations, compose_prompt."""
+"""The privatized-text guard and the marks: sealed, made only by mechanisms, lost on string operations."""
 
 from __future__ import annotations
 
@@ -8,19 +8,31 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpkit.backends import (LocalBackend, PrivateTextError, Privatized, Public, compose_prompt, get_backend,
-                            require_sendable)
+from dpkit.backends import LocalBackend, get_backend, require_sendable
 from dpkit.backends.guard import normalize_messages
-from dpkit.privacy import Laplace
+from dpkit.privacy import Laplace, PrivacyLedger
+from dpkit.privacy.marks import (PrivateTextError, Privatized, Public, check_provenance, compose_prompt, is_sealed,
+                                 post_process,
+                                 release_text, release_texts)
 from dpkit.validate import ParameterError
 
 text = st.text(max_size=20)
+MECHANISM = Laplace(1.0, epsilon=0.5, unit="document")
+
+
+def released(value: str, label: str = "dp") -> Privatized:
+    """Text marked as the output of a real (ledger-charged) Laplace release."""
+    return release_text(value, PrivacyLedger().spend(MECHANISM.contract, label), source=label)
+
+
+def _send(content):
+    return require_sendable([{"role": "user", "content": content}], "openai")
 
 
 @settings(max_examples=50, deadline=None)
 @given(text, text)
 def test_concatenation_and_formatting_never_keep_a_mark(a, b):
-    for marked in (Public(a), Privatized(a, source="m")):
+    for marked in (Public(a), released(a)):
         for combined in (marked + b, b + marked, marked + marked, f"{marked}", "{}".format(marked),
                          marked[:], marked.upper(), " ".join([marked]), marked * 2, str(marked)):
             assert type(combined) is str
@@ -33,15 +45,15 @@ def test_concatenation_and_formatting_never_keep_a_mark(a, b):
 def test_compose_prompt_marks_by_its_most_private_field(a, b):
     public = compose_prompt(Public("{x}|{y}"), x=Public(a), y=Public(b))
     assert type(public) is Public and public == f"{a}|{b}"
-    private = compose_prompt(Public("{x}|{y}"), x=Public(a), y=Privatized(b, source="dp"))
+    private = compose_prompt(Public("{x}|{y}"), x=Public(a), y=released(b))
     assert type(private) is Privatized and private == f"{a}|{b}"
     assert [p["source"] for p in private.provenance] == ["dp"]
 
 
 def test_compose_prompt_refuses_unmarked_pieces_and_bad_templates():
-    with pytest.raises(PrivateTextError, match="field 'x' is a plain str"):
+    with pytest.raises(PrivateTextError, match="field 'x' is a str"):
         compose_prompt(Public("{x}"), x="raw document")
-    with pytest.raises(PrivateTextError, match="field 'n' is a plain int"):
+    with pytest.raises(PrivateTextError, match="field 'n' is a int"):
         compose_prompt(Public("{n}"), n=3)
     with pytest.raises(PrivateTextError, match="template must be Public"):
         compose_prompt("{x}", x=Public("a"))
@@ -49,19 +61,52 @@ def test_compose_prompt_refuses_unmarked_pieces_and_bad_templates():
         compose_prompt(Public("{missing}"), x=Public("a"))
 
 
-def test_privatized_carries_the_contract_and_needs_a_provenance():
-    mechanism = Laplace(1.0, epsilon=0.5, unit="document")
-    released = Privatized("12.3", contract=mechanism.contract)
-    (prov,) = released.provenance
+def test_privatized_carries_the_contract_and_the_ledger_entry():
+    ledger = PrivacyLedger()
+    entry = ledger.spend(MECHANISM.contract, "counts")
+    value = release_text("12.3", entry)
+    (prov,) = value.provenance
     assert prov["source"] == "Laplace" and prov["contract"]["epsilon"] == 0.5
-    assert prov["contract"]["unit"] == "document"
-    with pytest.raises(ParameterError, match="which mechanism produced it"):
-        Privatized("text")
+    assert prov["ledger_entry"]["label"] == "counts" and prov["ledger_entry"]["contract"] == prov["contract"]
+    assert _send(value) == [prov]
     with pytest.raises(ParameterError, match="already Privatized"):
-        Public(released)
-    joined = Public(", ").join_marked([Public("a"), released, Privatized("b", source="other")])
+        Public(value)
+    joined = Public(", ").join_marked([Public("a"), value, released("b", "other")])
     assert joined == "a, 12.3, b" and [p["source"] for p in joined.provenance] == ["Laplace", "other"]
     assert pickle.loads(pickle.dumps(joined)).provenance == joined.provenance
+    assert [str(t) for t in release_texts(["x", "y"], entry)] == ["x", "y"]
+    assert post_process(value, str.upper).provenance == value.provenance
+
+
+def test_marks_cannot_be_forged():
+    """Every way the reliability review made a false mark is refused before anything is sent."""
+    private = "Jane Doe SSN 123-45-6789"
+    for make in (lambda: Privatized(private, source="made up"), lambda: Privatized(private, sources=[]),
+                 lambda: Privatized(private, contract={})):
+        with pytest.raises(PrivateTextError, match="made only by a DP mechanism"):
+            make()
+    for forged in (str.__new__(Public, private), str.__new__(Privatized, private)):
+        assert not is_sealed(forged)
+        with pytest.raises(PrivateTextError):
+            _send(forged)
+
+    class Sneaky(Public):
+        pass
+    with pytest.raises(PrivateTextError, match="subclassed"):
+        Sneaky("harmless")
+    value = released("RELEASED-TEXT")
+    with pytest.raises(AttributeError, match="immutable"):
+        value._provenance = ()
+    forged_pickle = pickle.dumps(value).replace(b"RELEASED-TEXT", b"JANE-DOE-HIV!", 1)   # same length
+    with pytest.raises(PrivateTextError, match="another process or edited"):
+        pickle.loads(forged_pickle)
+    with pytest.raises(ParameterError, match="ledger_entry"):
+        release_text(private, {"label": "made up"})
+    provenance = value.provenance[0]
+    with pytest.raises(PrivateTextError, match="another contract"):
+        check_provenance({**provenance, "contract": {**provenance["contract"], "epsilon": 0.01}})
+    with pytest.raises(PrivateTextError, match="ledger entry"):
+        check_provenance({**provenance, "ledger_entry": {}})
 
 
 def test_remote_backends_refuse_plain_text_and_do_not_echo_it():

@@ -14,8 +14,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from dpkit.backends import (AnthropicBackend, BackendError, OpenAIBackend, PrivateTextError, Privatized,
-                            Public, ResponseCache, RetryPolicy, compose_prompt, get_backend)
+from dpkit.backends import (AnthropicBackend, BackendError, OpenAIBackend, PrivateTextError, ResponseCache,
+                            RetryPolicy, get_backend)
+from dpkit.privacy import Laplace, PrivacyLedger
+from dpkit.privacy.marks import Public, compose_prompt, release_text
 from dpkit.validate import ParameterError
 
 FAKE_KEY = "sk-test-0123456789abcdef-SECRET"
@@ -253,7 +255,7 @@ def test_cache_makes_a_rerun_free_and_stores_no_prompt_or_key(api, tmp_path):
 
 def test_guard_refuses_plain_text_before_any_request(api):
     backend = openai_backend(api)
-    with pytest.raises(PrivateTextError, match="plain str of 14 characters"):
+    with pytest.raises(PrivateTextError, match="str without a valid mark of 14 characters"):
         backend.generate_batch([Public("fine"), "patient record"])
     with pytest.raises(PrivateTextError):
         backend.generate(Public("x"), system="plain system text")
@@ -264,13 +266,15 @@ def test_guard_refuses_plain_text_before_any_request(api):
 
 def test_privatized_provenance_reaches_the_description(api):
     backend = anthropic_backend(api)
-    seeds = Privatized("fever; cough", source="dpkps.keyphrases", note="eps=1")
+    entry = PrivacyLedger().spend(Laplace(1.0, epsilon=1.0).contract, "keyphrases")
+    seeds = release_text("fever; cough", entry, source="dpkps.keyphrases", note="eps=1")
     prompt = compose_prompt(Public("Write a note about: {k}"), k=seeds)
     backend.generate(prompt)
     backend.generate(Public("public only"))
     described = backend.describe()
-    assert described["prompts_with_privatized_text"] == [
-        {"source": "dpkps.keyphrases", "contract": None, "note": "eps=1", "prompts": 1}]
+    (sent,) = described["prompts_with_privatized_text"]
+    assert (sent["source"], sent["note"], sent["prompts"]) == ("dpkps.keyphrases", "eps=1", 1)
+    assert sent["contract"]["epsilon"] == 1.0 and sent["ledger_entry"]["label"] == "keyphrases"
     assert described["prompts_public_only"] == 1 and described["prompts_unmarked"] == 0
     assert api.requests[0]["json"]["messages"][0]["content"] == "Write a note about: fever; cough"
 

@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from dpkit.backends import PrivateTextError, Public, ResponseCache, get_backend
+from dpkit.backends import PrivateTextError, ResponseCache, get_backend
+from dpkit.privacy.marks import Public
 from dpkit.runs import Run, generate_records
 
 pytestmark = pytest.mark.slow

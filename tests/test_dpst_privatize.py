@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from dpkit.backends.base import Backend
-from dpkit.backends.guard import Privatized, Public
+from dpkit.privacy.marks import Privatized, Public
 from dpkit.dpst.hashing import toy_corpus
 from dpkit.dpst.privatize import DPST, NoTriplesError, document_budget
 from dpkit.dpst.reconstruct import reconstruct, reconstruction_messages
@@ -207,3 +207,26 @@ def test_a_long_document_is_cut_before_parsing(variant):
     assert len(make(variant).privatize(huge, np.random.default_rng(0)).triples) >= 1   # default cap 20,000
     with pytest.raises(ParameterError, match="max_chars"):
         make(variant, max_chars=2_000_000)
+
+
+def test_released_documents_are_immutable_and_cannot_be_built_by_hand():
+    from dataclasses import FrozenInstanceError
+
+    from dpkit.dpst.privatize import PrivateDocument
+    from dpkit.privacy import PrivacyLedger
+
+    ledger = PrivacyLedger()
+    m = make("document", slots=2)
+    doc = m.privatize(TEXT, np.random.default_rng(0), ledger=ledger)
+    assert isinstance(doc.triples, tuple) and all(type(t) is Privatized for t in doc.triples)
+    (entry,) = ledger.entries
+    assert entry["composition"] == "parallel" and entry["groups"] == 1
+    assert doc.triples[0].provenance[0]["ledger_entry"]["label"] == entry["label"]
+    with pytest.raises(FrozenInstanceError):
+        doc.triples = doc.triples + ("private text",)
+    with pytest.raises(ValueError):
+        doc.corpus_ids[0] = 0
+    with pytest.raises(ParameterError, match="Privatized"):
+        PrivateDocument(("Jane Doe has HIV",), np.zeros(1, np.int64), m.contract)
+    with pytest.raises(ParameterError, match="tuple"):
+        PrivateDocument(["Jane Doe has HIV"], np.zeros(1, np.int64), m.contract)

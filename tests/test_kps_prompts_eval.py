@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from dpkit.backends import Privatized, Public
+from dpkit.privacy import Laplace, PrivacyLedger
+from dpkit.privacy.marks import PrivateTextError, Privatized, Public, release_texts
 from dpkit.kps.evaluate import coral_loss, keyphrase_documents, train_classifier, accuracy
 from dpkit.kps.experiment import MemoEmbedder, kps_corpus, only_llm_corpus, real_subset, split_client
 from dpkit.kps.pipeline import KPSConfig, fit_kps
@@ -27,29 +28,61 @@ def test_kps_prompt_is_privatized_and_never_names_the_class():
     cfg = KPSConfig(S=3, N=8, L=3, n_features=32)
     model = fit_kps(TEXTS, LABELS, NAMES, VOCAB, HashEmbedder(), cfg, np.random.default_rng(0))
     backend = EchoBackend()
-    corpus = kps_corpus(model, backend, "medical record", 2, np.random.default_rng(1))
+    corpus = kps_corpus(model, backend, Public("medical record"), 2, np.random.default_rng(1))
     assert len(corpus["texts"]) == 6 and corpus["labels"].tolist() == [0, 0, 1, 1, 2, 2]
     for prompt, seq in zip(backend.seen, corpus["sequences"]):
         assert isinstance(prompt, Privatized)
-        assert all(term in prompt for term in seq)
+        assert all(type(term) is Privatized for term in seq) and all(term in prompt for term in seq)
+        assert {p["source"] for p in prompt.provenance} == {"dpkit.kps"}
+        assert len(prompt.provenance) == len(model.ledger.entries)
         assert not any(name in prompt for name in NAMES)
         assert "medical record" in prompt
 
 
-def test_few_shot_examples_are_marked_public_and_class_prompt():
-    p = kps_prompt(["a", "b"], "note", {"mechanism": "test"}, examples=["example one"])
-    assert isinstance(p, Privatized) and "example one" in p
-    q = class_prompt("note", "cardiology")
+def _terms(*terms):
+    entry = PrivacyLedger().spend(Laplace(1.0, epsilon=1.0).contract, "test release")
+    return release_texts(list(terms), entry)
+
+
+def test_few_shot_examples_must_be_public_and_class_prompt():
+    p = kps_prompt(_terms("a", "b"), Public("note"), examples=[Public("example one")])
+    assert isinstance(p, Privatized) and "- example one" in p
+    q = class_prompt(Public("note"), Public("cardiology"))
     assert isinstance(q, Public) and "cardiology" in q
     with pytest.raises(ParameterError):
-        kps_prompt([], "note", {"mechanism": "test"})
+        kps_prompt([], Public("note"))
     with pytest.raises(ParameterError):
-        kps_prompt(["a"], "", {"mechanism": "test"})
+        kps_prompt(_terms("a"), Public(""))
+
+
+@pytest.mark.parametrize("call", [
+    lambda: kps_prompt(["raw private text"], Public("note")),                       # unreleased terms
+    lambda: kps_prompt(_terms("a"), "note"),                                        # plain document type
+    lambda: kps_prompt(_terms("a"), Public("note"), examples=["a private record"]),  # plain example
+    lambda: class_prompt(Public("note"), "a private description"),
+    lambda: class_prompt("note", Public("cardiology")),
+])
+def test_prompt_helpers_never_mark_a_callers_str(call):
+    with pytest.raises(ParameterError, match="never marks a caller's str"):
+        call()
+
+
+def test_corpus_helpers_refuse_plain_text():
+    backend = EchoBackend()
+    with pytest.raises(ParameterError, match="never marks"):
+        only_llm_corpus(backend, Public("note"), ["a private description"], 1)
+    model = fit_kps(TEXTS, LABELS, NAMES, VOCAB, HashEmbedder(), KPSConfig(S=3, N=8, L=3, n_features=32),
+                    np.random.default_rng(0))
+    with pytest.raises(ParameterError, match="never marks"):
+        kps_corpus(model, backend, Public("note"), 1, np.random.default_rng(1), examples=["private doc"])
+    with pytest.raises(PrivateTextError):
+        Privatized("fever")
+    assert backend.seen == []
 
 
 def test_only_llm_uses_one_seed_per_round():
     backend = EchoBackend()
-    out = only_llm_corpus(backend, "note", ["x", "y"], 3, seed=5)
+    out = only_llm_corpus(backend, Public("note"), [Public("x"), Public("y")], 3, seed=5)
     assert out["labels"].tolist() == [0, 1, 0, 1, 0, 1]
     assert out["texts"][0].startswith("text 5") and out["texts"][-1].startswith("text 7")
 

@@ -13,8 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dpkit.backends import Backend, Privatized, Public
+from dpkit.backends import Backend
 from dpkit.privacy import BudgetExceededError, Laplace, PrivacyLedger
+from dpkit.privacy.marks import Privatized, Public, release_text
 from dpkit.runs import Run, RunMismatchError, generate_records, progress_enabled
 from dpkit.validate import ParameterError
 
@@ -22,8 +23,9 @@ WORKER = textwrap.dedent('''
     import hashlib, sys, time
     from pathlib import Path
     import numpy as np
-    from dpkit.backends import Backend, Privatized, Public, compose_prompt
+    from dpkit.backends import Backend
     from dpkit.privacy import Laplace, PrivacyLedger
+    from dpkit.privacy.marks import Public, compose_prompt, release_texts
     from dpkit.runs import Run
 
     class HashLM(Backend):
@@ -42,9 +44,9 @@ WORKER = textwrap.dedent('''
     def release():
         with open(folder.parent / (folder.name + ".computed"), "a") as marker:
             marker.write("x")
-        ledger.spend(mechanism.contract, "topic counts")
+        entry = ledger.spend(mechanism.contract, "topic counts")
         counts = mechanism.release(np.arange(12.0), np.random.default_rng(run.seed))
-        return [Privatized(f"{c:.3f}", contract=mechanism.contract) for c in counts]
+        return release_texts([f"{c:.3f}" for c in counts], entry)
 
     seeds = run.privatized_seeds("counts", release)
     backend = HashLM("hash-v1")
@@ -95,7 +97,7 @@ def test_sigkill_midway_then_resume_equals_an_uninterrupted_run(tmp_path):
         assert (tmp_path / (folder.name + ".computed")).read_text() == "x"   # noise drawn once per run
     seeds_clean = json.loads((clean / "seeds" / "counts.json").read_text())["value"]
     seeds_killed = json.loads((killed / "seeds" / "counts.json").read_text())["value"]
-    assert seeds_clean == seeds_killed
+    assert [v["text"] for v in seeds_clean] == [v["text"] for v in seeds_killed]   # seals use each run's key
     manifest = json.loads((killed / "manifest.json").read_text())
     assert manifest["status"] == "complete" and manifest["resumes"] == 1 and manifest["records"] == 12
     assert manifest["ledger"]["rho"] == pytest.approx(0.5) and len(manifest["ledger"]["entries"]) == 1
@@ -107,7 +109,8 @@ def test_torn_last_line_is_cut_and_the_item_regenerated(tmp_path):
     run.append("a", {"text": "one"})
     with open(tmp_path / "records.jsonl", "a") as handle:
         handle.write('{"key": "b", "record": {"te')          # a kill in the middle of a write
-    reopened = Run(tmp_path, params={"k": 1})
+    with pytest.warns(UserWarning, match="torn last record"):
+        reopened = Run(tmp_path, params={"k": 1})
     assert reopened.torn_bytes > 0 and reopened.done_keys() == {"a"}
     assert [k for k, _ in reopened.pending({"a": 1, "b": 2})] == ["b"]
     reopened.append("b", {"text": "two"})
@@ -146,9 +149,9 @@ def test_seeds_replay_the_ledger_once_and_keep_marks(tmp_path):
     def release(ledger):
         def compute():
             calls.append(1)
-            ledger.spend(mechanism.contract, "counts")
+            entry = ledger.spend(mechanism.contract, "counts")
             return {"noisy": mechanism.release([3.0, 4.0], np.random.default_rng(0)),
-                    "phrase": Privatized("fever", contract=mechanism.contract), "label": Public("cardio")}
+                    "phrase": release_text("fever", entry), "label": Public("cardio")}
         return compute
 
     first_ledger = PrivacyLedger(budget_rho=0.6)

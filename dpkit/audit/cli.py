@@ -34,7 +34,7 @@ def _list(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from dpkit.audit import registry
-    from dpkit.runtime import _jsonable
+    from dpkit.io import to_jsonable
     from dpkit.validate import ParameterError
 
     try:
@@ -47,7 +47,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.json:
         payload = result.to_dict()
         payload.update(name=spec.name, broken=spec.broken, family=spec.family)
-        print(json.dumps(_jsonable(payload), indent=2))
+        print(json.dumps(to_jsonable(payload, nonfinite="string"), indent=2))
     else:
         print(f"{spec.name} ({'deliberately broken: ' + spec.bug if spec.broken else spec.family})")
         print(result)

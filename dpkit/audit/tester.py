@@ -29,6 +29,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from dpkit.audit.stats import epsilon_lower_bound
+from dpkit.io import to_jsonable
 from dpkit.validate import ParameterError, check_choice, check_in_range, check_int, check_rng
 
 __all__ = ["Mechanism", "ThresholdEvent", "SetEvent", "AuditResult", "audit", "check_event",
@@ -133,15 +134,7 @@ class AuditResult:
 # ----------------------------------------------------------------------------- helpers
 
 def _jsonable(value):
-    if isinstance(value, Mapping):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, (tuple, list)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
+    return to_jsonable(value, nonfinite="string")
 
 
 def _plain(outputs: np.ndarray) -> np.ndarray:

@@ -1,6 +1,7 @@
 """One interface for text generation: the local model, OpenAI or Anthropic.
 
 >>> backend = get_backend()                      # local SmolLM2 (or $DPKIT_BACKEND)
+>>> from dpkit.privacy.marks import Public
 >>> backend.generate(Public("Name a colour."), max_new_tokens=8)   # doctest: +SKIP
 
 ``get_backend(name, model, **opts)`` picks the implementation from ``name`` or
@@ -8,8 +9,9 @@ the environment variable ``DPKIT_BACKEND`` (``local`` when unset) and the model
 from ``model`` or ``DPKIT_MODEL``. API keys come only from ``OPENAI_API_KEY`` /
 ``ANTHROPIC_API_KEY``.
 
-Remote backends accept only :class:`Public` or :class:`Privatized` text (see
-:mod:`dpkit.backends.guard`); build prompts with :func:`compose_prompt`.
+Remote backends accept only sealed :class:`~dpkit.privacy.marks.Public` or
+:class:`~dpkit.privacy.marks.Privatized` text (see :mod:`dpkit.backends.guard`);
+build prompts with :func:`dpkit.privacy.marks.compose_prompt`.
 """
 
 from __future__ import annotations
@@ -20,12 +22,11 @@ from typing import Any
 
 from dpkit.backends.base import Backend, GenerationParams
 from dpkit.backends.cache import ResponseCache, cache_key
-from dpkit.backends.guard import (PrivateTextError, Privatized, Public, compose_prompt,
-                                  require_sendable)
+from dpkit.backends.guard import PrivateTextError, require_sendable
 from dpkit.backends.local import LocalBackend
 from dpkit.backends.remote import AnthropicBackend, OpenAIBackend, RemoteBackend
 from dpkit.backends.retry import BackendError, RetryPolicy
-from dpkit.validate import ParameterError
+from dpkit.validate import ParameterError, check_int
 
 BACKENDS: dict[str, type[Backend]] = {
     "local": LocalBackend,
@@ -35,8 +36,8 @@ BACKENDS: dict[str, type[Backend]] = {
 
 __all__ = [
     "AnthropicBackend", "Backend", "BackendError", "GenerationParams", "LocalBackend",
-    "OpenAIBackend", "PrivateTextError", "Privatized", "Public", "RemoteBackend",
-    "ResponseCache", "RetryPolicy", "compose_prompt", "default_cache", "get_backend",
+    "OpenAIBackend", "PrivateTextError", "RemoteBackend",
+    "ResponseCache", "RetryPolicy", "default_cache", "get_backend",
     "require_sendable", "cache_key",
 ]
 
@@ -61,16 +62,19 @@ def _resolve_cache(cache: Any) -> ResponseCache | None:
 
 
 def get_backend(name: str | None = None, model: str | None = None, *, cache: Any = True,
-                **opts: Any) -> Backend:
+                batch_size: int | None = None, **opts: Any) -> Backend:
     """Build a backend.
 
     ``name``: ``"local"``, ``"openai"`` or ``"anthropic"``; ``None`` reads
     ``DPKIT_BACKEND`` (default ``"local"``). ``model``: ``None`` reads
     ``DPKIT_MODEL``, else the backend's default (bundled SmolLM2 locally).
     ``cache``: ``True`` for the shared on-disk response cache, ``False``/``None``
-    for none, or a folder / :class:`ResponseCache`. Other options go to the class:
-    local -- ``device``, ``batch_size``, ``strict``; remote -- ``base_url``,
-    ``timeout``, ``retry``, ``concurrency``, ``retry_seed``.
+    for none, or a folder / :class:`ResponseCache`. ``batch_size``: prompts per
+    forward pass of the local model; API backends send each prompt as its own
+    request (up to ``concurrency`` at once), so it is validated and not passed to
+    them -- one call works for every backend. Other options go to the class:
+    local -- ``device``, ``strict``; remote -- ``base_url``, ``timeout``,
+    ``max_retries``, ``concurrency``.
     """
     if name is None:
         name = os.environ.get("DPKIT_BACKEND") or "local"
@@ -78,4 +82,8 @@ def get_backend(name: str | None = None, model: str | None = None, *, cache: Any
         raise ParameterError("name", name, f"must be one of {sorted(BACKENDS)} (or set DPKIT_BACKEND)")
     if model is None:
         model = os.environ.get("DPKIT_MODEL") or None
+    if batch_size is not None:
+        batch_size = check_int("batch_size", batch_size, minimum=1)
+        if name == "local":
+            opts["batch_size"] = batch_size
     return BACKENDS[name](model, cache=_resolve_cache(cache), **opts)

@@ -27,8 +27,8 @@ from dataclasses import asdict, dataclass
 from typing import Any, Sequence
 
 from dpkit.backends.cache import ResponseCache, cache_key
-from dpkit.backends.guard import (Privatized, Public, PromptLike, normalize_messages, plain,
-                                  require_sendable)
+from dpkit.backends.guard import PromptLike, normalize_messages, plain, require_sendable
+from dpkit.privacy.marks import Privatized, Public, is_sealed
 from dpkit.validate import ParameterError, check_int, check_positive
 
 
@@ -179,13 +179,13 @@ class Backend(ABC):
     def _tally(self, chat: list[dict], provenance: list[dict] | None) -> None:
         contents = [m["content"] for m in chat]
         with self._lock:
-            if any(isinstance(c, Privatized) for c in contents):
+            if any(is_sealed(c) and isinstance(c, Privatized) for c in contents):
                 for p in (provenance if provenance is not None else
                           [q for c in contents if isinstance(c, Privatized) for q in c.provenance]):
                     key = json.dumps(p, sort_keys=True, default=str)
                     entry = self._sent.setdefault(key, {**p, "prompts": 0})
                     entry["prompts"] += 1
-            elif all(isinstance(c, Public) for c in contents):
+            elif all(is_sealed(c) and isinstance(c, Public) for c in contents):
                 self._public_only += 1
             else:
                 self._unmarked += 1

@@ -7,12 +7,15 @@ One prompt per line (blank lines skipped; the key of line ``i`` is ``line<i>``).
 Rerunning the same command after a crash or Ctrl-C resumes the run: finished
 records are kept, only the missing ones are generated. ``--public`` declares
 the prompts public, which a remote backend requires (private text must first go
-through a DP mechanism of dpkit).
+through a DP mechanism of dpkit). Bad arguments exit with status 2 and a message,
+before anything is written; the run's parameters include a SHA-256 of the prompts
+file, so a resume with edited prompts is refused.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import sys
 from pathlib import Path
@@ -20,33 +23,73 @@ from pathlib import Path
 
 def _generate(args: argparse.Namespace) -> int:
     from dpkit.backends import BackendError, PrivateTextError
+    from dpkit.runs import RunCorruptError, RunInUseError
+    from dpkit.validate import ParameterError
 
     try:
-        return _run(args)
-    except (PrivateTextError, BackendError) as error:
+        job = _prepare(args)
+    except (ParameterError, OSError, UnicodeDecodeError) as error:
+        print(f"dpkit generate: {_reason(error)}", file=sys.stderr)
+        return 2
+    try:
+        return _run(args, *job)
+    except (ParameterError, RunCorruptError) as error:
         print(f"dpkit generate: {error}", file=sys.stderr)
+        return 2
+    except (PrivateTextError, BackendError, RunInUseError, OSError) as error:
+        print(f"dpkit generate: {_reason(error)}", file=sys.stderr)
         return 1
 
 
-def _run(args: argparse.Namespace) -> int:
+def _reason(error: BaseException) -> str:
+    if isinstance(error, UnicodeDecodeError):
+        return "the prompts file is not UTF-8 text"
+    if isinstance(error, OSError) and error.filename:
+        return f"{error.strerror or type(error).__name__}: {error.filename}"
+    return str(error)
+
+
+def _prepare(args: argparse.Namespace):
+    """Everything is validated, and the backend built, before the run folder is created."""
     from dpkit import runtime
-    from dpkit.backends import Public, get_backend
-    from dpkit.runs import Run
+    from dpkit.backends import GenerationParams, get_backend
+    from dpkit.privacy.marks import Public
+    from dpkit.validate import ParameterError, check_int
 
     runtime.setup()
     path = Path(args.prompts)
     if not path.is_file():
-        raise SystemExit(f"prompts file {str(path)!r} does not exist")
-    lines = [line.strip() for line in path.read_text(encoding="utf-8").splitlines()]
+        raise ParameterError("prompts", str(path), "must be an existing text file, one prompt per line")
+    raw = path.read_bytes()
+    lines = [line.strip() for line in raw.decode("utf-8").splitlines()]
     prompts = {f"line{i}": (Public(text) if args.public else text) for i, text in enumerate(lines) if text}
-    name = args.backend or os.environ.get("DPKIT_BACKEND") or "local"
-    options = {"batch_size": args.batch_size} if name == "local" else {}
-    backend = get_backend(name, args.model, cache=not args.no_cache, **options)
+    if not prompts:
+        raise ParameterError("prompts", str(path), "must hold at least one non-blank line")
+    if not args.out:
+        raise ParameterError("--out", args.out, "must be a folder path")
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise ParameterError("--out", str(out), "is a file; give a folder for the run")
+    batch_size = check_int("--batch-size", args.batch_size, minimum=1)
     generation = dict(max_new_tokens=args.max_new_tokens, temperature=args.temperature, seed=args.seed)
-    params = {"prompts_file": path.name, "n_prompts": len(prompts), "backend": backend.name,
-              "model": backend.model, **generation}
+    GenerationParams.checked(**generation)
+    name = args.backend or os.environ.get("DPKIT_BACKEND") or "local"
+    backend = get_backend(name, args.model, cache=not args.no_cache, batch_size=batch_size)
+    if name == "local" and args.model is not None:
+        looks_like_path = args.model.startswith(("/", ".", "~")) or args.model.count("/") != 1
+        if looks_like_path and not Path(args.model).expanduser().exists():
+            raise ParameterError("--model", args.model, "must be an existing local model folder or a "
+                                 "Hugging Face id (org/name) already in the cache")
+    params = {"prompts_sha256": hashlib.sha256(raw).hexdigest(), "n_prompts": len(prompts),
+              "backend": backend.name, "model": backend.model, "public": bool(args.public), **generation}
+    return prompts, backend, generation, params, batch_size
+
+
+def _run(args: argparse.Namespace, prompts, backend, generation, params, batch_size) -> int:
+    from dpkit.runs import Run
+
     run = Run(args.out, params=params, seed=args.seed)
-    for batch in run.pending_batches(prompts, args.batch_size, desc="generate"):
+    for batch in run.pending_batches(prompts, batch_size, desc="generate"):
         texts = backend.generate_batch([p for _, p in batch], **generation)
         for (key, _), text in zip(batch, texts):
             run.append(key, {"text": text})

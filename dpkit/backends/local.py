@@ -16,7 +16,8 @@ from typing import Any
 
 from dpkit.backends.base import Backend, GenerationParams
 from dpkit.backends.cache import ResponseCache
-from dpkit.backends.guard import Privatized, Public, require_sendable
+from dpkit.backends.guard import require_sendable
+from dpkit.privacy.marks import is_sealed
 from dpkit.validate import check_int
 
 
@@ -63,7 +64,7 @@ class LocalBackend(Backend):
         return None
 
     def _cacheable(self, chat) -> bool:
-        return all(isinstance(m["content"], (Public, Privatized)) for m in chat)
+        return all(is_sealed(m["content"]) for m in chat)
 
     def _generate(self, chats: list[list[dict]], params: GenerationParams, on_result=None) -> list[str]:
         out: list[str] = []

@@ -29,6 +29,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from dpkit.io import atomic_path
 from dpkit.dpst.index import BruteForceIndex, IndexFactory, VectorIndex
 from dpkit.validate import ParameterError, check_int
 
@@ -48,11 +49,9 @@ class TripleBank:
 
     def save(self, path: str | Path) -> Path:
         path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp.npz")
-        np.savez(tmp, texts=np.asarray(self.texts, dtype=str), embeddings=self.embeddings.astype(np.float32),
-                 meta=np.asarray(json.dumps(self.meta)))
-        tmp.replace(path)
+        with atomic_path(path, suffix=".npz") as tmp:
+            np.savez(tmp, texts=np.asarray(self.texts, dtype=str), embeddings=self.embeddings.astype(np.float32),
+                     meta=np.asarray(json.dumps(self.meta)))
         return path
 
     @classmethod
@@ -107,12 +106,10 @@ class TripleCorpus:
 
     def save(self, path: str | Path) -> Path:
         path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp.npz")
-        np.savez(tmp, texts=np.asarray(self.texts, dtype=str), embeddings=self.embeddings.astype(np.float32),
-                 labels=self.labels, centroids=self.centroids.astype(np.float32),
-                 meta=np.asarray(json.dumps(self.meta)))
-        tmp.replace(path)
+        with atomic_path(path, suffix=".npz") as tmp:
+            np.savez(tmp, texts=np.asarray(self.texts, dtype=str), embeddings=self.embeddings.astype(np.float32),
+                     labels=self.labels, centroids=self.centroids.astype(np.float32),
+                     meta=np.asarray(json.dumps(self.meta)))
         return path
 
     @classmethod

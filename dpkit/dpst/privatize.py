@@ -63,7 +63,8 @@ import numpy as np
 
 from dpkit.dpst import mechanism
 from dpkit.dpst.corpus import TripleCorpus
-from dpkit.privacy import PrivacyContract
+from dpkit.privacy import PrivacyContract, PrivacyLedger
+from dpkit.privacy.marks import Privatized, release_texts, require_marked
 from dpkit.validate import ParameterError, check_choice, check_in_range, check_int, check_positive, check_rng
 
 VARIANTS = ("neighbourhood", "document")
@@ -87,20 +88,32 @@ class NoTriplesError(ValueError):
     """The text has no extractable triple and ``on_empty="error"`` was asked for."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class PrivateDocument:
-    """What DP-ST releases for one document: public triples only.
+    """What DP-ST releases for one document: public triples only. Immutable.
 
-    ``trace`` holds private intermediate values (extracted triples, their
-    neighbourhoods) only when ``trace=True`` was asked -- for the book's
-    examples; it is never part of the release.
+    ``triples`` is a tuple of :class:`~dpkit.privacy.marks.Privatized` texts
+    issued by :class:`DPST` (provenance: its contract and the ledger entry of the
+    release), so a document cannot be built by hand or extended afterwards and
+    still reach an API model. ``trace`` holds private intermediate values
+    (extracted triples, their neighbourhoods) only when ``trace=True`` was asked
+    -- for the book's examples; it is never part of the release.
     """
 
-    triples: list[str]
+    triples: tuple
     corpus_ids: np.ndarray
     contract: PrivacyContract
     raw_text: str | None = None          # set only by the deliberately broken variant
     trace: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self):
+        if not isinstance(self.triples, tuple):
+            raise ParameterError("triples", type(self.triples).__name__, "must be a tuple of Privatized triples")
+        for i, triple in enumerate(self.triples):
+            require_marked(f"triples[{i}]", triple, (Privatized,))
+        ids = np.array(self.corpus_ids, dtype=np.int64, copy=True)
+        ids.setflags(write=False)
+        object.__setattr__(self, "corpus_ids", ids)
 
     @property
     def text(self) -> str:
@@ -217,17 +230,23 @@ class DPST:
                                 independent=True)
 
     # ---------------------------------------------------------- privatizing
-    def privatize(self, text: str, rng: np.random.Generator, trace: bool = False) -> PrivateDocument:
+    def privatize(self, text: str, rng: np.random.Generator, trace: bool = False, *,
+                  ledger: PrivacyLedger | None = None) -> PrivateDocument:
         """Privatize one document; randomness only from ``rng``."""
         if not isinstance(text, str):
             raise ParameterError("text", text, "must be a string")
-        return self.privatize_batch([text], rng, trace=trace)[0]
+        return self.privatize_batch([text], rng, trace=trace, ledger=ledger)[0]
 
     def privatize_batch(self, texts: Sequence[str], rng: np.random.Generator,
-                        trace: bool = False) -> list[PrivateDocument]:
-        """Privatize many documents (triples of all documents embedded in one call)."""
+                        trace: bool = False, *, ledger: PrivacyLedger | None = None) -> list[PrivateDocument]:
+        """Privatize many documents (triples of all documents embedded in one call).
+
+        The release is charged to ``ledger`` (a new one when ``None``) as one
+        parallel entry over the documents: each document's output depends on
+        that document alone.
+        """
         rng = check_rng("rng", rng)
-        return self.privatize_prepared(self.prepare(texts), rng, trace=trace)
+        return self.privatize_prepared(self.prepare(texts), rng, trace=trace, ledger=ledger)
 
     def prepare(self, texts: Sequence[str]) -> "Prepared":
         """Extract, deduplicate, cap and embed the triples of ``texts`` (deterministic, private).
@@ -248,33 +267,52 @@ class DPST:
         return Prepared(texts, kept, vectors)
 
     def privatize_prepared(self, prepared: "Prepared", rng: np.random.Generator,
-                           trace: bool = False) -> list[PrivateDocument]:
-        """Run the mechanism on prepared documents; randomness only from ``rng``."""
+                           trace: bool = False, *, ledger: PrivacyLedger | None = None,
+                           charge: dict | None = None) -> list[PrivateDocument]:
+        """Run the mechanism on prepared documents; randomness only from ``rng``.
+
+        Charges ``ledger`` (a new one when ``None``) with one parallel entry over
+        the documents; every released triple carries that entry as provenance.
+        ``charge``: an entry already spent for this release (e.g. one parallel entry
+        over all documents when they are privatized one call each); then nothing
+        more is spent.
+        """
         if not isinstance(prepared, Prepared):
             raise ParameterError("prepared", prepared, "must come from DPST.prepare")
         rng = check_rng("rng", rng)
+        if ledger is None:
+            ledger = PrivacyLedger()
+        if not hasattr(ledger, "spend_parallel"):
+            raise ParameterError("ledger", type(ledger).__name__, "must be a PrivacyLedger or None")
+        if len(prepared) == 0:
+            return []
+        if charge is None:
+            charge = ledger.spend_parallel(self.contract, "dpst: privatize documents", groups=len(prepared))
+        elif not isinstance(charge, dict) or charge.get("contract") != self.contract.to_dict():
+            raise ParameterError("charge", type(charge).__name__,
+                                 "must be the ledger entry that charged this mechanism's contract")
         cap = self.slots if self.variant == "document" else self.max_triples
         out, start = [], 0
         for text, triples, child in zip(prepared.texts, prepared.triples, rng.spawn(len(prepared))):
             emb = prepared.embeddings[start:start + len(triples)]
             start += len(triples)
-            out.append(self._one(text, triples[:cap], emb[:cap], child, trace))
+            out.append(self._one(text, triples[:cap], emb[:cap], child, trace, charge))
         return out
 
     def _uniform_public(self, count: int, rng: np.random.Generator) -> np.ndarray:
         return rng.integers(0, len(self.corpus), size=count)
 
     def _one(self, text: str, triples: list[str], emb: np.ndarray, rng: np.random.Generator,
-             trace: bool) -> PrivateDocument:
+             trace: bool, charge: dict) -> PrivateDocument:
         info: dict[str, Any] = {"extracted": list(triples)} if trace else {}
         if not triples and self.variant == "neighbourhood":
             if self.bug == "raw_text_fallback":
-                return PrivateDocument([], np.zeros(0, np.int64), self.contract, raw_text=text, trace=info)
+                return PrivateDocument((), np.zeros(0, np.int64), self.contract, raw_text=text, trace=info)
             if self.on_empty == "error":
                 raise NoTriplesError("the text has no extractable subject-verb-object triple "
                                      "(on_empty='error'); nothing is released")
             ids = self._uniform_public(self.empty_triples, rng)
-            return self._release(ids, info)
+            return self._release(ids, info, charge)
         if self.variant == "neighbourhood":
             eps = self.epsilon / len(triples)
             clusters = self.corpus.nearest_centroid(emb)
@@ -286,10 +324,10 @@ class DPST:
             if trace:
                 info["neighbourhoods"] = clusters.tolist()
                 info["epsilon_per_triple"] = eps
-            return self._release(ids, info)
+            return self._release(ids, info, charge)
         # document variant
         if not triples and self.bug == "raw_text_fallback":
-            return PrivateDocument([], np.zeros(0, np.int64), self.contract, raw_text=text, trace=info)
+            return PrivateDocument((), np.zeros(0, np.int64), self.contract, raw_text=text, trace=info)
         if not triples and self.on_empty == "error":
             raise NoTriplesError("the text has no extractable subject-verb-object triple "
                                  "(on_empty='error'); nothing is released")
@@ -308,8 +346,9 @@ class DPST:
         if trace:
             info.update(padding=[str(self.corpus.texts[j]) for j in pad], neighbourhoods=clusters.tolist(),
                         epsilon_neighbourhood=eps_n, epsilon_triple=eps_t)
-        return self._release(ids, info)
+        return self._release(ids, info, charge)
 
-    def _release(self, ids: np.ndarray, info: dict) -> PrivateDocument:
+    def _release(self, ids: np.ndarray, info: dict, charge: dict) -> PrivateDocument:
         ids = np.asarray(ids, dtype=np.int64)
-        return PrivateDocument([str(self.corpus.texts[j]) for j in ids], ids, self.contract, trace=info)
+        triples = release_texts([str(self.corpus.texts[j]) for j in ids], charge, source="dpkit.dpst")
+        return PrivateDocument(tuple(triples), ids, self.contract, trace=info)

@@ -4,8 +4,9 @@ The prompt has the shape of Table 3 of {cite}`meisenbacher2025dpst`: a system
 instruction, three worked examples (user: ``Input triples: [...]``, assistant:
 ``Output text: ...``), then the document's private triples. The wording and the
 examples here are ours. The only document-dependent content of the prompt is
-the list of *privatized* triples (marked :class:`~dpkit.backends.Privatized`
-with the mechanism's contract), so any backend -- the local model by default, or
+the list of *privatized* triples (the :class:`~dpkit.privacy.marks.Privatized`
+texts that :class:`~dpkit.dpst.privatize.DPST` issued, with its contract and
+ledger entry; a document cannot be built or extended by hand), so any backend -- the local model by default, or
 an API model by name -- may receive it; reconstruction is post-processing and
 costs no privacy.
 
@@ -17,8 +18,9 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from dpkit.backends import Privatized, Public, compose_prompt, get_backend
+from dpkit.backends import get_backend
 from dpkit.dpst.privatize import PrivateDocument
+from dpkit.privacy.marks import Privatized, Public, compose_prompt, post_process, require_marked
 from dpkit.validate import ParameterError, check_int
 
 INSTRUCTION = Public(
@@ -44,9 +46,16 @@ USER_TEMPLATE = Public("Input triples: {triples}")
 ANSWER_PREFIX = "Output text:"
 
 
-def format_triples(triples: Sequence[str]) -> str:
-    """``['t1', 't2']`` -- the list shape the examples use."""
-    return "[" + ", ".join("'" + t.replace("'", "’") + "'" for t in triples) + "]"
+def _quote(text: str) -> str:
+    return "'" + text.replace("'", "’") + "'"
+
+
+def format_triples(triples: Sequence[Privatized]) -> Privatized:
+    """``['t1', 't2']`` -- the list shape the examples use; the triples must be Privatized (DP-ST's output)."""
+    if isinstance(triples, str) or not isinstance(triples, Sequence) or len(triples) == 0:
+        raise ParameterError("triples", type(triples).__name__, "must be a non-empty sequence of Privatized triples")
+    quoted = [post_process(require_marked(f"triples[{i}]", t, (Privatized,)), _quote) for i, t in enumerate(triples)]
+    return compose_prompt(Public("[{items}]"), items=Public(", ").join_marked(quoted))
 
 
 def reconstruction_messages(doc: PrivateDocument) -> list[dict]:
@@ -55,7 +64,7 @@ def reconstruction_messages(doc: PrivateDocument) -> list[dict]:
         raise ParameterError("doc", doc, "must be a PrivateDocument from DPST.privatize")
     if doc.raw_text is not None:
         raise ParameterError("doc", "<raw text>", "holds raw text (broken variant); it must not reach a model")
-    triples = Privatized(format_triples(doc.triples), contract=doc.contract, source="dpst.privatize")
+    triples = format_triples(doc.triples)
     messages = [{"role": "system", "content": INSTRUCTION}]
     for user, assistant in EXAMPLES:
         messages += [{"role": "user", "content": user}, {"role": "assistant", "content": assistant}]
@@ -79,9 +88,12 @@ def reconstruct(docs: Sequence[PrivateDocument], backend=None, *, max_new_tokens
     returned as its raw text (that is the leak being demonstrated); everything
     else goes through the model.
     """
-    if isinstance(docs, PrivateDocument):
-        raise ParameterError("docs", docs, "must be a sequence of PrivateDocument (wrap one in a list)")
+    if isinstance(docs, PrivateDocument) or isinstance(docs, str) or not isinstance(docs, Sequence):
+        raise ParameterError("docs", type(docs).__name__, "must be a sequence of PrivateDocument (wrap one in a list)")
     docs = list(docs)
+    for i, doc in enumerate(docs):
+        if not isinstance(doc, PrivateDocument):
+            raise ParameterError(f"docs[{i}]", type(doc).__name__, "must be a PrivateDocument from DPST.privatize")
     max_new_tokens = check_int("max_new_tokens", max_new_tokens, minimum=1)
     if backend is None or isinstance(backend, str):
         backend = get_backend(backend)

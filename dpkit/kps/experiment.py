@@ -12,6 +12,7 @@ import numpy as np
 
 from dpkit.kps.pipeline import KPSModel
 from dpkit.kps.prompts import class_prompt, generate_texts, kps_prompt
+from dpkit.privacy.marks import Public
 from dpkit.validate import ParameterError, check_int, check_rng
 
 
@@ -45,20 +46,25 @@ def keyphrase_corpus(model: KPSModel, n_per_class: int, rng: np.random.Generator
     return sequences, np.asarray(labels)
 
 
-def kps_corpus(model: KPSModel, backend, document_type: str, n_per_class: int, rng: np.random.Generator, *,
+def kps_corpus(model: KPSModel, backend, document_type: Public, n_per_class: int, rng: np.random.Generator, *,
                max_new_tokens: int = 48, temperature: float = 0.7, seed: int = 0,
-               examples: Sequence[str] | None = None) -> dict:
-    """Synthetic labelled texts: one privatized prompt per sampled sequence, one completion each."""
+               examples: Sequence[Public] | None = None) -> dict:
+    """Synthetic labelled texts: one privatized prompt per sampled sequence, one completion each.
+
+    ``document_type`` and ``examples`` must be :class:`~dpkit.privacy.marks.Public`
+    text (the caller's statement that they were never private); plain strings are refused.
+    """
     sequences, labels = keyphrase_corpus(model, n_per_class, rng)
-    contract = model.contracts["kde"][0]
-    prompts = [kps_prompt(seq, document_type, contract, examples=examples) for seq in sequences]
+    prompts = [kps_prompt(seq, document_type, examples=examples) for seq in sequences]
     texts = generate_texts(backend, prompts, max_new_tokens=max_new_tokens, temperature=temperature, seed=seed)
     return {"texts": texts, "labels": labels, "sequences": sequences, "prompts": prompts}
 
 
-def only_llm_corpus(backend, document_type: str, class_descriptions: Sequence[str], n_per_class: int, *,
+def only_llm_corpus(backend, document_type: Public, class_descriptions: Sequence[Public], n_per_class: int, *,
                     max_new_tokens: int = 48, temperature: float = 0.7, seed: int = 0) -> dict:
     """The "only LLM" baseline: the class is named in the prompt, no private data is used.
+
+    ``document_type`` and ``class_descriptions`` must be Public text written by the caller.
 
     Each class prompt is sent ``n_per_class`` times with seeds ``seed, seed+1, ...``,
     so the diversity of the texts comes only from sampling.

@@ -104,6 +104,8 @@ class KPSModel:
     class_kdes: dict[int, DPKDE | KDEEnsemble]
     ledger: PrivacyLedger
     contracts: dict = field(default_factory=dict)
+    #: the ledger entries of the vocabulary and KDE releases (the provenance of every keyphrase)
+    charges: tuple = ()
 
     @property
     def epsilon(self) -> float:
@@ -119,9 +121,27 @@ class KPSModel:
         return iterative_sequences(self.class_kdes[label], self.embeddings, n, rng, choice=cfg.choice,
                                    distinct=cfg.distinct)
 
-    def sequences(self, label: int, n: int, rng: np.random.Generator) -> list[list[str]]:
-        """``n`` keyphrase sequences (lists of terms) for class ``label``."""
-        return [[self.vocabulary.terms[i] for i in row] for row in self.sequence_ids(label, n, rng)]
+    def marked_terms(self) -> list:
+        """The vocabulary terms as :class:`~dpkit.privacy.marks.Privatized` text.
+
+        Their provenance is the vocabulary release and the KDE releases (a
+        sequence is post-processing of both), with the ledger entries that charged them.
+        """
+        cached = self.__dict__.get("_marked_terms")
+        if cached is None:
+            from dpkit.privacy.marks import release_texts
+
+            if not self.charges:
+                raise ParameterError("model", "<no ledger entries>",
+                                     "must come from fit_kps (which records the releases' ledger entries)")
+            cached = release_texts(list(self.vocabulary.terms), self.charges, source="dpkit.kps")
+            self.__dict__["_marked_terms"] = cached
+        return cached
+
+    def sequences(self, label: int, n: int, rng: np.random.Generator) -> list[list]:
+        """``n`` keyphrase sequences for class ``label``: lists of Privatized terms (see :meth:`marked_terms`)."""
+        terms = self.marked_terms()
+        return [[terms[i] for i in row] for row in self.sequence_ids(label, n, rng)]
 
 
 def document_keyphrases(texts: Sequence[str], matcher: PhraseMatcher) -> list[list[int]]:
@@ -165,7 +185,7 @@ def fit_kps(texts: Sequence[str], labels: Sequence[int], label_names: Sequence[s
     n_classes = len(label_names)
 
     vocab = private_vocabulary(texts, public_vocabulary, config.S, config.N, config.eps_voc, rng)
-    ledger.spend(vocab.contract, "kps: private vocabulary")
+    charges = [ledger.spend(vocab.contract, "kps: private vocabulary")]
     embeddings = check_unit_norm("embeddings", np.asarray(embedder.encode(vocab.terms), dtype=np.float64))
     matcher = PhraseMatcher(vocab.terms)
     keyphrases = document_keyphrases(texts, matcher)
@@ -182,9 +202,9 @@ def fit_kps(texts: Sequence[str], labels: Sequence[int], label_names: Sequence[s
     first = kdes[0]
     contracts = [first.contract] if isinstance(first, DPKDE) else first.contracts
     for contract in contracts:
-        ledger.spend_parallel(contract, f"kps: {contract.mechanism[:40]}", groups=n_classes)
+        charges.append(ledger.spend_parallel(contract, f"kps: {contract.mechanism[:40]}", groups=n_classes))
     return KPSModel(config, vocab, embeddings, list(label_names), kdes, ledger,
-                    {"vocabulary": vocab.contract, "kde": contracts})
+                    {"vocabulary": vocab.contract, "kde": contracts}, tuple(charges))
 
 
 def _single_kde(docs: list[list[int]], embeddings: np.ndarray, config: KPSConfig,

@@ -1,16 +1,17 @@
 """Prompts for DP-KPS: a generic instruction naming only the document type and the keyphrases.
 
-The instruction template and the document type are :class:`~dpkit.backends.Public`
-(written by the analyst, never derived from private data); the keyphrases are
-:class:`~dpkit.backends.Privatized` (released by the DP-KPS mechanisms, with their
-contract as provenance).  :func:`~dpkit.backends.compose_prompt` joins them, so a
-DP-KPS prompt is privatized by construction and a remote backend accepts it.
-The class is never named in a DP-KPS prompt.
-
-Few-shot examples are supplied by the *client* (the party that will use the
-synthetic data, e.g. a few of its own records): they are public **by assumption**
--- the caller asserts it by passing them, and they are wrapped as Public here.
-Never pass documents from the private corpus as examples.
+No helper here marks a caller's text. The keyphrases must be the
+:class:`~dpkit.privacy.marks.Privatized` terms that DP-KPS released
+(:meth:`dpkit.kps.pipeline.KPSModel.sequences` returns them, with the
+vocabulary and KDE releases and their ledger entries as provenance). The
+document type, a class name and few-shot examples must be
+:class:`~dpkit.privacy.marks.Public`, written as such by the caller -- that is
+the caller's statement that they were never private (for example a client's
+own public records; never documents of the private corpus). A plain ``str``
+is refused with :class:`~dpkit.validate.ParameterError`.
+:func:`~dpkit.privacy.marks.compose_prompt` joins the pieces, so a DP-KPS
+prompt is privatized by construction and a remote backend accepts it. The
+class is never named in a DP-KPS prompt.
 
 :func:`class_prompt` builds the "only LLM" baseline prompt, which names the class
 and contains no private information.
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from dpkit.backends import Privatized, Public, compose_prompt
+from dpkit.privacy.marks import Privatized, Public, compose_prompt, require_marked
 from dpkit.validate import ParameterError
 
 DEFAULT_TEMPLATE = Public(
@@ -33,35 +34,43 @@ FEW_SHOT_TEMPLATE = Public(
 CLASS_TEMPLATE = Public("Write one {document_type} about {class_name}. Reply with the {document_type} only.")
 
 
-def keyphrase_text(terms: Sequence[str], contract, source: str = "dpkit.kps.sequences") -> Privatized:
-    """The comma-separated keyphrases, marked Privatized with the releasing mechanism's contract."""
-    if isinstance(terms, str) or not all(isinstance(t, str) for t in terms):
-        raise ParameterError("terms", terms, "must be a sequence of keyphrase strings")
+def keyphrase_text(terms: Sequence[Privatized]) -> Privatized:
+    """The comma-separated keyphrases; every term must be Privatized (released by DP-KPS)."""
+    if isinstance(terms, str) or not isinstance(terms, Sequence):
+        raise ParameterError("terms", type(terms).__name__, "must be a sequence of Privatized keyphrases")
     if len(terms) == 0:
         raise ParameterError("terms", terms, "must contain at least one keyphrase")
-    return Privatized(", ".join(terms), contract=contract, source=source)
+    for i, term in enumerate(terms):
+        require_marked(f"terms[{i}]", term, (Privatized,))
+    return Public(", ").join_marked(terms)
 
 
-def kps_prompt(terms: Sequence[str], document_type: str, contract, *, examples: Sequence[str] | None = None,
-               template: Public | None = None) -> Privatized:
-    """A privatized DP-KPS prompt; ``examples`` are client-supplied public few-shot texts."""
-    if not isinstance(document_type, str) or not document_type.strip():
-        raise ParameterError("document_type", document_type, "must be a non-empty string such as 'medical record'")
-    fields = dict(document_type=Public(document_type), keyphrases=keyphrase_text(terms, contract))
+def _public_text(name: str, value) -> Public:
+    require_marked(name, value, (Public,))
+    if not value.strip():
+        raise ParameterError(name, value, "must be non-empty Public text such as Public('medical record')")
+    return value
+
+
+def kps_prompt(terms: Sequence[Privatized], document_type: Public, *,
+               examples: Sequence[Public] | None = None, template: Public | None = None) -> Privatized:
+    """A privatized DP-KPS prompt; ``examples`` are Public few-shot texts written by the caller."""
+    fields = dict(document_type=_public_text("document_type", document_type), keyphrases=keyphrase_text(terms))
     if examples:
-        if isinstance(examples, str):
-            raise ParameterError("examples", examples, "must be a sequence of example texts")
-        fields["examples"] = Public("\n".join(f"- {e}" for e in examples))
+        if isinstance(examples, str) or not isinstance(examples, Sequence):
+            raise ParameterError("examples", type(examples).__name__, "must be a sequence of Public example texts")
+        for i, example in enumerate(examples):
+            _public_text(f"examples[{i}]", example)
+        fields["examples"] = Public("\n").join_marked(
+            [compose_prompt(Public("- {example}"), example=e) for e in examples])
         return compose_prompt(template or FEW_SHOT_TEMPLATE, **fields)
     return compose_prompt(template or DEFAULT_TEMPLATE, **fields)
 
 
-def class_prompt(document_type: str, class_name: str) -> Public:
-    """The "only LLM" baseline prompt: names the class, uses no private data."""
-    for name, value in (("document_type", document_type), ("class_name", class_name)):
-        if not isinstance(value, str) or not value.strip():
-            raise ParameterError(name, value, "must be a non-empty string")
-    return compose_prompt(CLASS_TEMPLATE, document_type=Public(document_type), class_name=Public(class_name))
+def class_prompt(document_type: Public, class_name: Public) -> Public:
+    """The "only LLM" baseline prompt: names the class (Public text), uses no private data."""
+    return compose_prompt(CLASS_TEMPLATE, document_type=_public_text("document_type", document_type),
+                          class_name=_public_text("class_name", class_name))
 
 
 def generate_texts(backend, prompts: Sequence, *, max_new_tokens: int = 64, temperature: float = 0.7,

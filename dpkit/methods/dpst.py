@@ -110,9 +110,10 @@ def synthesize(records: Records, config: Config, run, backend, seed_sequence: np
     def private_part():
         prepared = mechanism.prepare(list(records.texts))
         offsets = np.concatenate([[0], np.cumsum([len(t) for t in prepared.triples])])
-        triples = [mechanism.privatize_prepared(_split(prepared, i, offsets), generator(seed_sequence, 0, i))[0].triples
+        charge = ledger.spend_parallel(mechanism.contract, "dpst: document-level triples", groups=len(records))
+        triples = [mechanism.privatize_prepared(_split(prepared, i, offsets), generator(seed_sequence, 0, i),
+                                                charge=charge)[0].triples
                    for i in range(len(records))]
-        ledger.spend_parallel(mechanism.contract, "dpst: document-level triples", groups=len(records))
         labels = None
         if records.labelled:
             k = len(records.label_set)
@@ -126,8 +127,7 @@ def synthesize(records: Records, config: Config, run, backend, seed_sequence: np
     contract = PrivacyContract.from_dict(released["contract"])
     keys = [f"doc-{i}" for i in range(len(records))]
     if config.reconstruct:
-        prompts = {key: reconstruction_messages(PrivateDocument([str(t) for t in triples], np.zeros(0, np.int64),
-                                                                contract))
+        prompts = {key: reconstruction_messages(PrivateDocument(tuple(triples), np.zeros(0, np.int64), contract))
                    for key, triples in zip(keys, released["triples"])}
         texts = generate_keyed(run, backend, prompts, batch_size=config.batch_size, desc="dpst: reconstructing",
                                max_new_tokens=config.max_new_tokens, temperature=config.temperature,

@@ -94,8 +94,9 @@ def synthesize(records: Records, config: Config, run, backend, seed_sequence: np
     check_inputs(records, config, Config, seed_sequence)
     from dpkit.kps.pipeline import fit_kps
     from dpkit.kps.prompts import kps_prompt
+    from dpkit.privacy.marks import Public
     from dpkit.models.embed import load_embedder
-    from dpkit.privacy import PrivacyContract, PrivacyLedger
+    from dpkit.privacy import PrivacyLedger
 
     records = records.capped(config.max_chars)
     label_set = records.label_set if records.labelled else ("all",)
@@ -110,12 +111,12 @@ def synthesize(records: Records, config: Config, run, backend, seed_sequence: np
         return {"sequences": sequences, "contract": model.contracts["kde"][0].to_dict()}
 
     released = checkpoint(run, "keyphrases", private_part)
-    contract = PrivacyContract.from_dict(released["contract"])
     prompts, owners = {}, {}
     for c, sequences in enumerate(released["sequences"]):
         for i, terms in enumerate(sequences):
             key = f"text-{c}-{i}"
-            prompts[key] = kps_prompt([str(t) for t in terms], config.document_type, contract)
+            # terms: the Privatized keyphrases DP-KPS released; the document type is public configuration
+            prompts[key] = kps_prompt(list(terms), Public(config.document_type))
             owners[key] = c
     texts = generate_keyed(run, backend, prompts, batch_size=config.batch_size, desc="kps: generating",
                            max_new_tokens=config.max_new_tokens, temperature=config.temperature,

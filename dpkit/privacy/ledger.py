@@ -202,12 +202,9 @@ class PrivacyLedger:
 
     def save(self, path: str | os.PathLike) -> Path:
         """Write the ledger as JSON (atomically); returns the path."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(path.suffix + ".tmp")
-        tmp.write_text(json.dumps(self.to_dict(), indent=2, sort_keys=True))
-        tmp.replace(path)
-        return path
+        from dpkit.io import atomic_write_text, dumps
+
+        return atomic_write_text(path, dumps(self.to_dict(), indent=2) + "\n")
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "PrivacyLedger":
