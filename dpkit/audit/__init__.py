@@ -9,8 +9,9 @@
 """
 
 from dpkit.audit.stats import clopper_pearson_lower, clopper_pearson_upper, epsilon_lower_bound
-from dpkit.audit.tester import (AuditResult, SetEvent, ThresholdEvent, audit, check_event, deviation_size,
+from dpkit.audit.events import FeatureEvent, SetEvent
+from dpkit.audit.tester import (AuditResult, ThresholdEvent, audit, check_event, deviation_size,
                                 laplace_llr, projection)
 
-__all__ = ["audit", "check_event", "AuditResult", "ThresholdEvent", "SetEvent", "epsilon_lower_bound",
+__all__ = ["audit", "check_event", "AuditResult", "ThresholdEvent", "SetEvent", "FeatureEvent", "epsilon_lower_bound",
            "clopper_pearson_lower", "clopper_pearson_upper", "laplace_llr", "projection", "deviation_size"]
