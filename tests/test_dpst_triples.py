@@ -104,3 +104,29 @@ def test_deduplicate_many_equals_per_document_and_batches_scoring():
     calls.clear()
     assert deduplicate_many(docs, scorer=scorer, independent=True) == got
     assert calls == [2, 2]  # one call per document with ties: no document's scores depend on another's
+
+
+def test_participle_takes_the_noun_it_modifies_as_subject():
+    got = [t.text for t in extract_triples("Judge issues order enforcing Ebola isolation of defiant Maine nurse")]
+    assert any(t.endswith("enforcing Ebola isolation") for t in got)
+
+
+def test_short_texts_fall_back_to_prepositional_copular_and_noun_phrase_triples():
+    assert Triple("The case", "for", "a uniform unit") in extract_triples("The case for a uniform unit for liquid medicines")
+    assert Triple("it", "is", "Silly and loud and goofy") in extract_triples("Silly, loud and goofy.")
+    assert [t.verb for t in extract_triples("An atmospheric, serious-minded thriller.")] == ["is"]
+    assert extract_triples("Bright apples.")[0].verb == "is"
+
+
+def test_fallbacks_only_where_no_clause_was_found():
+    got = extract_triples("Mark Zuckerberg founded Facebook in California.")
+    assert all(t.subject == "Mark Zuckerberg" for t in got)
+
+
+def test_extraction_rate_on_bundled_tweets_is_at_least_80_percent():
+    from dpkit.data import load_health_tweets
+    from dpkit.dpst.triples import extraction_rate
+
+    texts = list(load_health_tweets(n_classes=4, max_per_class=40, seed=0).train_texts)
+    assert extraction_rate(extract_triples_batch(texts)) >= 0.8
+    assert extraction_rate([]) != extraction_rate([])  # nan for no documents

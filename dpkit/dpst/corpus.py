@@ -33,7 +33,7 @@ from dpkit.io import atomic_path
 from dpkit.dpst.index import BruteForceIndex, IndexFactory, VectorIndex
 from dpkit.validate import ParameterError, check_int
 
-EXTRACTION_VERSION = "svo-1"
+EXTRACTION_VERSION = "svo-2"  # svo-2: fallbacks for short texts
 
 
 @dataclass

