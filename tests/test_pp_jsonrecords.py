@@ -52,3 +52,18 @@ def test_json_template_can_open_the_first_field():
         json_template(REVIEW_SCHEMA.describe(), first_field='a"b')
     with pytest.raises(ParameterError):
         json_template("  ")
+
+
+def test_json_template_public_prompt_can_show_an_example_record():
+    import json
+
+    from dpkit.privpred import json_template
+    from dpkit.privpred.jsonrecords import REVIEW_EXAMPLE
+
+    assert REVIEW_SCHEMA.validate(json.loads(REVIEW_EXAMPLE)) == []
+    t = json_template(REVIEW_SCHEMA.describe(), first_field="sentiment", example_record=REVIEW_EXAMPLE)
+    public = t.public_message()
+    assert REVIEW_EXAMPLE in public and '"str"' not in public
+    assert public == t.private_message(REVIEW_EXAMPLE)  # same words as a private prompt
+    with pytest.raises(ParameterError, match="example_record"):
+        json_template(REVIEW_SCHEMA.describe(), example_record="not json")

@@ -103,6 +103,11 @@ REVIEW_SCHEMA = RecordSchema(
 )
 
 
+#: A hand-written record (public: it quotes no data set) that complies with :data:`REVIEW_SCHEMA`.
+REVIEW_EXAMPLE = json.dumps({"sentiment": "positive", "review": "A warm, funny film with a cast that clearly "
+                             "enjoys every scene.", "words": 12}, indent=2)
+
+
 def review_records(texts: Sequence[str], labels: Sequence[int], label_names: Sequence[str]) -> list[str]:
     """Each labelled review as an indented JSON record matching :data:`REVIEW_SCHEMA`."""
     if len(texts) != len(labels):

@@ -94,21 +94,31 @@ TEMPLATES = {t.name: t for t in (SENTIMENT, MEDICAL_QUESTIONS, NEWS, JSON_RECORD
 DATASET_TEMPLATES = {"rotten_tomatoes": "sentiment", "medical": "medical-questions"}
 
 
-def json_template(schema_text: str, first_field: str | None = None) -> PromptTemplate:
+def json_template(schema_text: str, first_field: str | None = None,
+                  example_record: str | None = None) -> PromptTemplate:
     """The JSON task with its public prompt showing ``schema_text`` in place of a record.
 
     ``first_field``: also open the record with its first field name (``{"sentiment": "``), which
     fixes the record's start for every prompt alike (public text; it is kept in the output).
+    ``example_record``: a hand-written, PUBLIC record that complies with the schema. When given,
+    the public prompt shows it in place of a private record, in the private prompt's own words
+    (a small model copies a schema's type names, "str", but imitates an instance well).
     """
     if not isinstance(schema_text, str) or not schema_text.strip():
         raise ParameterError("schema_text", schema_text, "must be a non-empty schema description")
+    if example_record is not None:
+        if not isinstance(example_record, str) or not example_record.strip().startswith("{"):
+            raise ParameterError("example_record", example_record, "must be the text of a JSON object")
+        schema_text, public_user = example_record, None
+    else:
+        public_user = JSON_RECORD.public_user
     start = JSON_RECORD.output_prefix
     if first_field is not None:
         if not isinstance(first_field, str) or not first_field.strip() or '"' in first_field:
             raise ParameterError("first_field", first_field, "must be a field name without quotes")
         start = '{\n  "' + first_field + '": "'
     return PromptTemplate(JSON_RECORD.name, JSON_RECORD.user, schema_text.replace("{", "{{").replace("}", "}}"),
-                          "```json\n" + start, start, JSON_RECORD.public_user)
+                          "```json\n" + start, start, public_user)
 
 
 def get_template(name: str) -> PromptTemplate:
