@@ -2,7 +2,9 @@
 
 The official clients are used unmodified (``base_url`` points at the server);
 the server answers with each API's request/response shapes and can be scripted
-to return 429/529/400 or to stall past the client's timeout.
+to return 429/5xx/529/400, to stall past the client's timeout, to send a body that
+is not JSON, a 200 reply holding an error object, or ``content: null``. Retries
+are the clients' own (``max_retries``).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from dpkit.backends import (AnthropicBackend, BackendError, OpenAIBackend, PrivateTextError, ResponseCache,
-                            RetryPolicy, get_backend)
+                            get_backend)
 from dpkit.privacy import Laplace, PrivacyLedger
 from dpkit.privacy.marks import Public, compose_prompt, release_text
 from dpkit.validate import ParameterError
@@ -27,7 +29,9 @@ class FakeAPI:
     """State shared by the handler threads: a script of failures and a log of requests."""
 
     def __init__(self):
-        self.script: list[tuple] = []      # consumed one per request: ("status", code, retry_after) | ("stall", s)
+        # consumed one per request: ("status", code, retry_after) | ("stall", s) | ("malformed",)
+        # | ("error200",) | ("null",)
+        self.script: list[tuple] = []
         self.requests: list[dict] = []
         self.lock = threading.Lock()
         self.in_flight = 0
@@ -70,7 +74,9 @@ def make_handler(api: FakeAPI):
             pass
 
         def _send(self, code: int, body: dict, headers: dict | None = None):
-            data = json.dumps(body).encode()
+            return self._send_raw(code, json.dumps(body).encode(), headers)
+
+        def _send_raw(self, code: int, data: bytes, headers: dict | None = None):
             try:
                 self.send_response(code)
                 self.send_header("content-type", "application/json")
@@ -100,8 +106,19 @@ def make_handler(api: FakeAPI):
                     time.sleep(action[1])
                 elif action and action[0] == "status":
                     headers = {"retry-after": str(action[2])} if action[2] is not None else {}
-                    headers["x-should-retry"] = "false"  # the client must not retry by itself
                     return self._send(action[1], _error_body(self.path, action[1]), headers)
+                elif action and action[0] == "malformed":
+                    return self._send_raw(200, b'{"id": "x", "choices": [')
+                elif action and action[0] == "error200":
+                    return self._send(200, _error_body(self.path, 500))
+                elif action and action[0] == "null":
+                    body = (_openai_body(request) if self.path.endswith("/chat/completions")
+                            else _anthropic_body(request))
+                    if "choices" in body:
+                        body["choices"][0]["message"]["content"] = None
+                    else:
+                        body["content"] = []
+                    return self._send(200, body)
                 if self.path.endswith("/chat/completions"):
                     return self._send(200, _openai_body(request))
                 if self.path.endswith("/messages"):
@@ -130,17 +147,14 @@ def api(monkeypatch):
     server.server_close()
 
 
-FAST = RetryPolicy(max_retries=3, base_delay=0.01, max_delay=0.05)
-
-
 def openai_backend(api, **kw):
-    kw.setdefault("retry", FAST)
+    kw.setdefault("max_retries", 3)
     kw.setdefault("cache", None)
     return OpenAIBackend("gpt-test", base_url=f"http://127.0.0.1:{api.port}/v1", **kw)
 
 
 def anthropic_backend(api, **kw):
-    kw.setdefault("retry", FAST)
+    kw.setdefault("max_retries", 3)
     kw.setdefault("cache", None)
     return AnthropicBackend("claude-test", base_url=f"http://127.0.0.1:{api.port}", **kw)
 
@@ -175,20 +189,45 @@ def test_anthropic_request_and_response_shapes(api):
 
 @pytest.mark.parametrize("make", [openai_backend, anthropic_backend])
 def test_rate_limit_then_success_waits_at_least_retry_after(api, make):
-    waits: list[float] = []
-    backend = make(api, sleep=waits.append, retry=RetryPolicy(max_retries=3, base_delay=0.01, max_delay=5))
-    api.script = [("status", 429, 2), ("status", 429, None)]
+    backend = make(api)
+    api.script = [("status", 429, 1)]
+    start = time.monotonic()
     assert ":x:" in backend.generate(Public("x"))
-    assert backend.attempts == 3 and len(api.requests) == 3
-    assert waits[0] == 2.0                       # Retry-After honoured
-    assert 0.005 <= waits[1] <= 0.02             # second retry: jitter in [cap/2, cap], cap = 0.02
+    assert time.monotonic() - start >= 1.0       # Retry-After honoured by the client's own retry
+    assert backend.attempts == 2 and len(api.requests) == 2
 
 
-def test_overloaded_529_is_retried_for_anthropic(api):
-    backend = anthropic_backend(api)
-    api.script = [("status", 529, None)]
-    assert backend.generate(Public("y")).startswith("anthropic:")
+@pytest.mark.parametrize("make,code", [(openai_backend, 500), (openai_backend, 503), (anthropic_backend, 529),
+                                       (anthropic_backend, 502)])
+def test_server_errors_are_retried(api, make, code):
+    backend = make(api)
+    api.script = [("status", code, 0)]
+    assert backend.generate(Public("y"))
+    assert len(api.requests) == 2 and backend.attempts == 2
+
+
+@pytest.mark.parametrize("make", [openai_backend, anthropic_backend])
+def test_rate_limits_exhaust_the_retries_with_a_clear_error(api, make):
+    backend = make(api, max_retries=1)
+    api.script = [("status", 429, 0), ("status", 429, 0)]
+    with pytest.raises(BackendError, match="after 2 attempts.*RateLimitError \\(HTTP 429\\)"):
+        backend.generate(Public("x"))
     assert len(api.requests) == 2
+
+
+@pytest.mark.parametrize("make", [openai_backend, anthropic_backend])
+@pytest.mark.parametrize("fault", ["malformed", "error200", "null"])
+def test_replies_without_text_are_errors_and_never_cached(api, make, fault, tmp_path):
+    cache = ResponseCache(tmp_path)
+    backend = make(api, cache=cache)
+    api.script = [(fault,)]
+    with pytest.raises(BackendError) as info:
+        backend.generate(Public("q"))
+    assert len(cache) == 0 and backend.requests == 0
+    if fault != "malformed":
+        assert "returned no text" in str(info.value)
+    assert backend.generate(Public("q"))          # the next answer is a real one, and it is cached
+    assert len(cache) == 1
 
 
 @pytest.mark.parametrize("make", [openai_backend, anthropic_backend])
@@ -202,8 +241,9 @@ def test_timeout_then_success(api, make):
     assert time.monotonic() - start < 2.0        # the stalled request was abandoned at the timeout
 
 
-def test_timeouts_exhaust_retries_with_a_clear_error(api):
-    backend = openai_backend(api, timeout=0.2, retry=RetryPolicy(max_retries=1, base_delay=0.01, max_delay=0.01))
+@pytest.mark.parametrize("make", [openai_backend, anthropic_backend])
+def test_timeouts_exhaust_retries_with_a_clear_error(api, make):
+    backend = make(api, timeout=0.2, max_retries=1)
     api.script = [("stall", 0.6), ("stall", 0.6)]
     with pytest.raises(BackendError, match="after 2 attempts.*Timeout"):
         backend.generate(Public("slow"))
@@ -291,7 +331,7 @@ def test_missing_key_and_key_argument_are_refused(monkeypatch):
 
 def test_a_batch_failing_half_way_keeps_and_caches_the_answers_it_got(api, tmp_path):
     cache = ResponseCache(tmp_path)
-    backend = openai_backend(api, cache=cache, concurrency=1, retry=RetryPolicy(max_retries=0))
+    backend = openai_backend(api, cache=cache, concurrency=1, max_retries=0)
     api.script = [None, ("status", 400, None)]           # first prompt answered, second rejected
     prompts = [Public("ok"), Public("bad"), Public("later")]
     with pytest.raises(BackendError):
@@ -301,8 +341,25 @@ def test_a_batch_failing_half_way_keeps_and_caches_the_answers_it_got(api, tmp_p
     assert [r["json"]["messages"][0]["content"] for r in api.requests] == ["ok", "bad", "bad", "later"]
 
 
-def test_base_url_from_the_environment_is_used_and_recorded(api, monkeypatch):
-    monkeypatch.setenv("OPENAI_BASE_URL", f"http://127.0.0.1:{api.port}/v1")
-    backend = OpenAIBackend("gpt-env", cache=None, retry=FAST)
-    assert backend.generate(Public("q")) == "openai:gpt-env:q:seed=0"
-    assert backend.describe()["base_url"] == f"http://127.0.0.1:{api.port}/v1"
+@pytest.mark.parametrize("cls,variable,path", [(OpenAIBackend, "OPENAI_BASE_URL", "/v1"),
+                                               (AnthropicBackend, "ANTHROPIC_BASE_URL", "")])
+def test_base_url_from_the_environment_is_used_and_recorded_without_credentials(api, monkeypatch, tmp_path,
+                                                                                cls, variable, path):
+    monkeypatch.setenv(variable, f"http://user:hunter2-PASSWORD@127.0.0.1:{api.port}{path}")
+    backend = cls("model-env", cache=None)
+    assert ":model-env:q" in backend.generate(Public("q"))            # the client used the variable
+    assert backend.describe()["base_url"] == f"http://127.0.0.1:{api.port}{path}"
+    monkeypatch.setenv(variable, f"http://user:hunter2-PASSWORD@127.0.0.1:{api.port}{path}?api-key=QUERY-SECRET")
+    from dpkit.runs import Run
+    run = Run(tmp_path / "run", params={})
+    run.finish(backend=backend)
+    written = "".join(p.read_text(errors="replace") for p in (tmp_path / "run").rglob("*") if p.is_file())
+    assert "hunter2" not in written and "QUERY-SECRET" not in written and FAKE_KEY not in written
+    assert "hunter2" not in repr(backend) and "QUERY-SECRET" not in json.dumps(backend.describe())
+
+
+def test_options_are_validated_without_overflow():
+    for bad in (dict(timeout=1e300), dict(timeout=float("nan")), dict(max_retries=10 ** 400),
+                dict(concurrency=0), dict(cache=False), dict(retry_seed=0)):
+        with pytest.raises(ParameterError):
+            OpenAIBackend("m", **bad)

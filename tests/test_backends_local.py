@@ -74,3 +74,43 @@ def test_generate_command_resumes(tmp_path, capsys):
     assert "record line" not in capsys.readouterr().out                   # nothing regenerated
     manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
     assert manifest["status"] == "complete" and manifest["params"]["n_prompts"] == 2
+    prompts.write_text("Name a vegetable.\n\nSay hi.\n")                 # same name, same count, edited
+    assert main(args) == 2
+    assert "prompts_sha256" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("extra,needle", [
+    (["--max-new-tokens", "0"], "max_new_tokens"), (["--temperature", "nan"], "temperature"),
+    (["--temperature", "-1"], "temperature"), (["--batch-size", "0"], "--batch-size"),
+    (["--seed", "-1"], "seed"), (["--backend", "nosuch"], "nosuch"),
+    (["--model", "/nonexistent/model"], "--model"),
+])
+def test_generate_command_bad_arguments_exit_2_and_write_nothing(tmp_path, capsys, extra, needle):
+    from dpkit.cli import main
+
+    prompts = tmp_path / "prompts.txt"
+    prompts.write_text("Name a fruit.\n")
+    out = tmp_path / "run"
+    assert main(["generate", str(prompts), "--out", str(out), *extra]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and "Traceback" not in err and not out.exists()
+
+
+def test_generate_command_bad_files_exit_2(tmp_path, capsys):
+    from dpkit.cli import main
+
+    binary = tmp_path / "binary.txt"
+    binary.write_bytes(b"\xff\xfe\x00bad")
+    blank = tmp_path / "blank.txt"
+    blank.write_text("\n \n")
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    for prompts, out, needle in [(tmp_path / "missing.txt", tmp_path / "r1", "existing text file"),
+                                 (binary, tmp_path / "r2", "not UTF-8"), (blank, tmp_path / "r3", "non-blank"),
+                                 (blank.with_name("p.txt"), afile, "")]:
+        if prompts.name == "p.txt":
+            prompts.write_text("Name a fruit.\n")
+            needle = "is a file"
+        assert main(["generate", str(prompts), "--out", str(out)]) == 2
+        assert needle in capsys.readouterr().err
+        assert out == afile or not out.exists()

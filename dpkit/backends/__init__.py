@@ -20,12 +20,11 @@ import os
 from pathlib import Path
 from typing import Any
 
-from dpkit.backends.base import Backend, GenerationParams
+from dpkit.backends.base import Backend, BackendError, GenerationParams
 from dpkit.backends.cache import ResponseCache, cache_key
 from dpkit.backends.guard import PrivateTextError, require_sendable
 from dpkit.backends.local import LocalBackend
 from dpkit.backends.remote import AnthropicBackend, OpenAIBackend, RemoteBackend
-from dpkit.backends.retry import BackendError, RetryPolicy
 from dpkit.validate import ParameterError, check_int
 
 BACKENDS: dict[str, type[Backend]] = {
@@ -37,7 +36,7 @@ BACKENDS: dict[str, type[Backend]] = {
 __all__ = [
     "AnthropicBackend", "Backend", "BackendError", "GenerationParams", "LocalBackend",
     "OpenAIBackend", "PrivateTextError", "RemoteBackend",
-    "ResponseCache", "RetryPolicy", "default_cache", "get_backend",
+    "ResponseCache", "default_cache", "get_backend",
     "require_sendable", "cache_key",
 ]
 

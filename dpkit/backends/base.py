@@ -32,6 +32,10 @@ from dpkit.privacy.marks import Privatized, Public, is_sealed
 from dpkit.validate import ParameterError, check_int, check_positive
 
 
+class BackendError(RuntimeError):
+    """A generation request failed for good (non-retryable error, retries exhausted, or no text)."""
+
+
 @dataclass(frozen=True)
 class GenerationParams:
     """Decoding settings; all of them are part of the cache key."""
@@ -113,7 +117,7 @@ class Backend(ABC):
                         return
                     out[i] = text
                     self.requests += 1
-                if keys[i] is not None:
+                if keys[i] is not None and isinstance(text, str) and text:   # an empty answer is not cached
                     self.cache.put(keys[i], text, {"backend": self.name, "model": self.model,
                                                    "params": asdict(params)})
 

@@ -13,9 +13,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any, Mapping, Sequence
+
+from dpkit.io import atomic_write_text, dumps
+from dpkit.validate import ParameterError
 
 
 def cache_key(backend: str, model: str, messages: Sequence[Mapping[str, Any]],
@@ -36,7 +38,11 @@ class ResponseCache:
     """Responses stored under ``root``; :meth:`get` returns ``None`` on a miss."""
 
     def __init__(self, root: str | os.PathLike):
+        if not isinstance(root, (str, os.PathLike)) or not os.fspath(root):
+            raise ParameterError("root", root, "must be a folder path")
         self.root = Path(root)
+        if self.root.exists() and not self.root.is_dir():
+            raise ParameterError("root", str(self.root), "is a file; the cache needs a folder")
         self.root.mkdir(parents=True, exist_ok=True)
         self.hits = 0
         self.misses = 0
@@ -51,17 +57,17 @@ class ResponseCache:
         except (FileNotFoundError, json.JSONDecodeError, UnicodeDecodeError):
             self.misses += 1
             return None
+        if not isinstance(entry, dict) or not isinstance(entry.get("text"), str) or not entry["text"]:
+            self.misses += 1
+            return None
         self.hits += 1
         return entry["text"]
 
     def put(self, key: str, text: str, meta: Mapping[str, Any] | None = None) -> None:
-        path = self._path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        if not isinstance(text, str) or not text:
+            raise ParameterError("text", type(text).__name__, "must be a non-empty answer (empty answers are not cached)")
         entry = {"text": str(text), **(dict(meta) if meta else {})}
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(entry, handle, ensure_ascii=False)
-        os.replace(tmp, path)
+        atomic_write_text(self._path(key), dumps(entry))
 
     def __len__(self) -> int:
         return sum(1 for _ in self.root.glob("??/*.json"))

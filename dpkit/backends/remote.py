@@ -2,45 +2,69 @@
 
 Shared behaviour (class :class:`RemoteBackend`):
 
-* the API key is read from the environment only (``OPENAI_API_KEY`` /
-  ``ANTHROPIC_API_KEY``); there is no ``api_key`` argument, and the key never
-  appears in ``repr``, :meth:`describe`, errors, the cache or a run's files;
-* the clients' own retries are switched off and replaced by
-  :func:`~dpkit.backends.retry.call_with_retries`: exponential backoff with
-  seeded jitter on 408/409/429/5xx/529, timeouts and connection errors,
-  honouring ``Retry-After``; every request has a ``timeout`` (seconds);
-* at most ``concurrency`` requests are in flight at once (per backend object, across
-  threads); a batch is sent in parallel up to that limit;
-* only Public/Privatized text is accepted (see :mod:`dpkit.backends.guard`).
+* the API key and the server come from the clients' standard variables only
+  (``OPENAI_API_KEY`` / ``OPENAI_BASE_URL``, ``ANTHROPIC_API_KEY`` /
+  ``ANTHROPIC_BASE_URL``; ``base_url=`` overrides the server). There is no
+  ``api_key`` argument; the key, request headers and any user name, password or
+  query string in the base URL never appear in ``repr``, :meth:`describe`,
+  errors, the cache or a run's files;
+* retries are the clients' own (``max_retries``): 408/409/429/5xx/529,
+  timeouts and connection errors are retried with exponential backoff, their
+  jitter drawn from Python's ``random`` (seeded from OS entropy, so processes
+  spread out), honouring ``Retry-After`` up to a minute; every request has a
+  ``timeout`` (seconds);
+* a reply without text (``content: null``, an empty content list, an error
+  object in a 200 reply, a body that is not the API's JSON) is an error: it is
+  never returned as ``""`` and never cached;
+* at most ``concurrency`` requests are in flight at once (per backend object,
+  across threads); a batch is sent in parallel up to that limit;
+* only sealed Public/Privatized text is accepted (see :mod:`dpkit.backends.guard`).
 """
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
-import numpy as np
-
-from dpkit.backends.base import Backend, GenerationParams
+from dpkit.backends.base import Backend, BackendError, GenerationParams
 from dpkit.backends.cache import ResponseCache
-from dpkit.backends.retry import BackendError, RetryPolicy, call_with_retries
 from dpkit.validate import ParameterError, check_int, check_positive
 
-RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
+MAX_TIMEOUT_S = 3600.0
+MAX_RETRIES = 20
+MAX_CONCURRENCY = 256
 
 
-def _retry_after(exc: BaseException) -> float | None:
-    response = getattr(exc, "response", None)
-    headers = getattr(response, "headers", None)
-    if headers is None:
+def public_url(url: str | None) -> str | None:
+    """``url`` without user name, password, query or fragment (what may be written down)."""
+    if not url:
         return None
-    value = headers.get("retry-after")
     try:
-        return max(0.0, float(value)) if value is not None else None
+        parts = urlsplit(str(url))
+        host = parts.hostname or ""
+        if parts.port is not None:
+            host = f"{host}:{parts.port}"
     except ValueError:
-        return None
+        return "<unparseable base URL>"
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
+def _describe_error(exc: BaseException) -> str:
+    status = getattr(exc, "status_code", None)
+    return f"{type(exc).__name__}" + (f" (HTTP {status})" if status is not None else "")
+
+
+def _tokens(value: Any) -> int:
+    """A usage count from a reply, or 0 when the server sent something that is not a count."""
+    try:
+        number = float(value or 0)
+    except (TypeError, ValueError):
+        return 0
+    return int(number) if math.isfinite(number) and 0 <= number < 2 ** 53 else 0
 
 
 class RemoteBackend(Backend):
@@ -48,11 +72,11 @@ class RemoteBackend(Backend):
 
     remote = True
     key_variable = ""
+    url_variable = ""
     default_model = ""
 
     def __init__(self, model: str | None = None, *, base_url: str | None = None, timeout: float = 60.0,
-                 retry: RetryPolicy | None = None, concurrency: int = 4, retry_seed: int = 0,
-                 cache: ResponseCache | None = None, sleep: Callable[[float], None] | None = None,
+                 max_retries: int = 5, concurrency: int = 4, cache: ResponseCache | None = None,
                  **unknown: Any):
         if "api_key" in unknown:
             raise ParameterError("api_key", "<hidden>",
@@ -62,22 +86,28 @@ class RemoteBackend(Backend):
             raise ParameterError(name, "<given>", f"is not an option of the {self.name} backend")
         if model is not None and (not isinstance(model, str) or not model):
             raise ParameterError("model", model, "must be a non-empty model name")
+        if base_url is not None and (not isinstance(base_url, str) or not base_url):
+            raise ParameterError("base_url", "<given>", "must be a non-empty URL or None")
+        if cache is not None and not isinstance(cache, ResponseCache):
+            raise ParameterError("cache", type(cache).__name__, "must be a ResponseCache or None")
         self.timeout = check_positive("timeout", timeout)
-        self.concurrency = check_int("concurrency", concurrency, minimum=1)
-        self.retry = retry if retry is not None else RetryPolicy()
-        if not isinstance(self.retry, RetryPolicy):
-            raise ParameterError("retry", retry, "must be a RetryPolicy or None")
-        # The official clients read <PROVIDER>_BASE_URL themselves; reading it here too
-        # lets describe() (and so a run's manifest) say which server was used.
-        self.base_url = base_url or os.environ.get(self.key_variable.replace("API_KEY", "BASE_URL")) or None
-        self._rng = np.random.default_rng(check_int("retry_seed", retry_seed, minimum=0))
-        self._rng_lock = threading.Lock()
+        if self.timeout > MAX_TIMEOUT_S:
+            raise ParameterError("timeout", timeout, f"must be at most {MAX_TIMEOUT_S:g} seconds")
+        self.max_retries = check_int("max_retries", max_retries, minimum=0, maximum=MAX_RETRIES)
+        self.concurrency = check_int("concurrency", concurrency, minimum=1, maximum=MAX_CONCURRENCY)
+        # None: the official client reads <PROVIDER>_BASE_URL itself (or uses the provider's server).
+        self._base_url = base_url
         self._slots = threading.BoundedSemaphore(self.concurrency)
-        self._sleep = sleep
         self.attempts = 0
         self.usage = {"input_tokens": 0, "output_tokens": 0}
         super().__init__(model or self.default_model, cache)
         self._client = None
+        self._client_lock = threading.Lock()
+
+    @property
+    def base_url(self) -> str | None:
+        """The server, as may be written down (no credentials, no query)."""
+        return public_url(self._base_url or os.environ.get(self.url_variable))
 
     # ------------------------------------------------------------------ client
     def _api_key(self) -> str:
@@ -89,9 +119,14 @@ class RemoteBackend(Backend):
 
     @property
     def client(self):
-        if self._client is None:
-            self._client = self._make_client(self._api_key())
-        return self._client
+        with self._client_lock:
+            if self._client is None:
+                self._client = self._make_client(self._api_key())
+            return self._client
+
+    def _count_attempt(self, request) -> None:
+        with self._lock:
+            self.attempts += 1
 
     def _make_client(self, key: str):  # pragma: no cover - abstract
         raise NotImplementedError
@@ -99,29 +134,23 @@ class RemoteBackend(Backend):
     def _request(self, client, chat: list[dict], params: GenerationParams) -> str:  # pragma: no cover
         raise NotImplementedError
 
-    def _transient_types(self) -> tuple[type, ...]:  # pragma: no cover
-        raise NotImplementedError
-
     # ---------------------------------------------------------------- requests
-    def _classify(self, exc: BaseException) -> tuple[bool, float | None]:
-        status = getattr(exc, "status_code", None)
-        if status is not None:
-            return status in RETRYABLE_STATUS, _retry_after(exc)
-        return isinstance(exc, self._transient_types()), None
-
     def _one(self, chat: list[dict], params: GenerationParams) -> str:
         client = self.client
-
-        def attempt() -> str:
-            with self._lock:
-                self.attempts += 1
-            with self._slots:  # at most `concurrency` requests in flight, across all threads
+        with self._slots:  # at most `concurrency` requests in flight, across all threads
+            try:
                 return self._request(client, chat, params)
+            except BackendError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - every client error becomes one clear error
+                retried = getattr(exc, "status_code", None) is None or exc.status_code in (408, 409, 429) \
+                    or exc.status_code >= 500
+                how = (f"failed after {self.max_retries + 1} attempts; last error" if retried
+                       else "failed with a non-retryable error")
+                raise BackendError(f"{self.name} request ({self.model}) {how}: {_describe_error(exc)}") from None
 
-        kwargs = {} if self._sleep is None else {"sleep": self._sleep}
-        return call_with_retries(attempt, policy=self.retry, rng=self._rng, classify=self._classify,
-                                 rng_lock=self._rng_lock, what=f"{self.name} request ({self.model})",
-                                 **kwargs)
+    def _no_text(self, why: str) -> BackendError:
+        return BackendError(f"{self.name} request ({self.model}) returned no text ({why}); nothing was cached")
 
     def _generate(self, chats: list[list[dict]], params: GenerationParams, on_result=None) -> list[str]:
         def one(j: int) -> str:
@@ -138,12 +167,12 @@ class RemoteBackend(Backend):
     def _count(self, input_tokens: Any, output_tokens: Any) -> None:
         """Add a response's token usage (what the provider bills) to :attr:`usage`."""
         with self._lock:
-            self.usage["input_tokens"] += int(input_tokens or 0)
-            self.usage["output_tokens"] += int(output_tokens or 0)
+            self.usage["input_tokens"] += _tokens(input_tokens)
+            self.usage["output_tokens"] += _tokens(output_tokens)
 
     def _describe_extra(self) -> dict[str, Any]:
         return {"base_url": self.base_url, "timeout_s": self.timeout, "concurrency": self.concurrency,
-                "max_retries": self.retry.max_retries, "attempts": self.attempts,
+                "max_retries": self.max_retries, "attempts": self.attempts,
                 "billed_tokens": dict(self.usage)}
 
 
@@ -157,17 +186,15 @@ class OpenAIBackend(RemoteBackend):
 
     name = "openai"
     key_variable = "OPENAI_API_KEY"
+    url_variable = "OPENAI_BASE_URL"
     default_model = "gpt-4o-mini"
 
     def _make_client(self, key: str):
         import openai
 
-        return openai.OpenAI(api_key=key, base_url=self.base_url, timeout=self.timeout, max_retries=0)
-
-    def _transient_types(self):
-        import openai
-
-        return (openai.APITimeoutError, openai.APIConnectionError)
+        http = openai.DefaultHttpxClient(event_hooks={"request": [self._count_attempt]})
+        return openai.OpenAI(api_key=key, base_url=self._base_url, timeout=self.timeout,
+                             max_retries=self.max_retries, http_client=http)
 
     def _request(self, client, chat, params: GenerationParams) -> str:
         kwargs: dict[str, Any] = dict(model=self.model, messages=chat,
@@ -178,9 +205,17 @@ class OpenAIBackend(RemoteBackend):
         response = client.chat.completions.create(**kwargs)
         usage = getattr(response, "usage", None)
         if usage is not None:
-            self._count(usage.prompt_tokens, usage.completion_tokens)
-        content = response.choices[0].message.content
-        return content if content is not None else ""
+            self._count(getattr(usage, "prompt_tokens", 0), getattr(usage, "completion_tokens", 0))
+        choices = getattr(response, "choices", None)
+        if not isinstance(choices, list) or not choices:
+            error = (getattr(response, "model_extra", None) or {}).get("error")
+            kind = error.get("type") if isinstance(error, dict) else None
+            raise self._no_text(f"an error object of type {kind!r}" if error else "no choices")
+        message = getattr(choices[0], "message", None)
+        content = getattr(message, "content", None)
+        if not isinstance(content, str) or not content:
+            raise self._no_text("content null" if content is None else "empty content")
+        return content
 
 
 class AnthropicBackend(RemoteBackend):
@@ -190,22 +225,21 @@ class AnthropicBackend(RemoteBackend):
     this client takes no temperature, top-p or seed, so repeated calls may
     differ; the response cache (whose key still includes those settings) is what
     makes a rerun reproducible. Model: ``model=`` (or ``DPKIT_MODEL``),
-    else ``claude-haiku-4-5``; key from ``ANTHROPIC_API_KEY``.
+    else ``claude-haiku-4-5``; key from ``ANTHROPIC_API_KEY``, server from
+    ``base_url`` or ``ANTHROPIC_BASE_URL``.
     """
 
     name = "anthropic"
     key_variable = "ANTHROPIC_API_KEY"
+    url_variable = "ANTHROPIC_BASE_URL"
     default_model = "claude-haiku-4-5"
 
     def _make_client(self, key: str):
         import anthropic
 
-        return anthropic.Anthropic(api_key=key, base_url=self.base_url, timeout=self.timeout, max_retries=0)
-
-    def _transient_types(self):
-        import anthropic
-
-        return (anthropic.APITimeoutError, anthropic.APIConnectionError)
+        http = anthropic.DefaultHttpxClient(event_hooks={"request": [self._count_attempt]})
+        return anthropic.Anthropic(api_key=key, base_url=self._base_url, timeout=self.timeout,
+                                   max_retries=self.max_retries, http_client=http)
 
     def _request(self, client, chat, params: GenerationParams) -> str:
         system = "\n\n".join(m["content"] for m in chat if m["role"] == "system")
@@ -218,5 +252,14 @@ class AnthropicBackend(RemoteBackend):
         response = client.messages.create(**kwargs)
         usage = getattr(response, "usage", None)
         if usage is not None:
-            self._count(usage.input_tokens, usage.output_tokens)
-        return "".join(getattr(block, "text", "") for block in response.content)
+            self._count(getattr(usage, "input_tokens", 0), getattr(usage, "output_tokens", 0))
+        blocks = getattr(response, "content", None)
+        if not isinstance(blocks, list) or not blocks:
+            error = (getattr(response, "model_extra", None) or {}).get("error")
+            kind = error.get("type") if isinstance(error, dict) else None
+            raise self._no_text(f"an error object of type {kind!r}" if error else
+                                ("content null" if blocks is None else "an empty content list"))
+        texts = [getattr(block, "text", None) for block in blocks]
+        if not any(isinstance(t, str) and t for t in texts):
+            raise self._no_text("no text block")
+        return "".join(t for t in texts if isinstance(t, str))
