@@ -1,4 +1,4 @@
-"""``dpkit data``: look at the bundled data sets and vocabularies without writing code.
+"""``dpkit data``: look at the bundled data sets and vocabularies without writing code::
 
     dpkit data describe NAME [--n-classes N] [--max-per-class M] [--test-fraction F]
                              [--seed S] [--show K] [--json]

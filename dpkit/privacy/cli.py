@@ -1,4 +1,4 @@
-"""``dpkit account``: the accounting calculator for auditors (no code needed).
+"""``dpkit account``: the accounting calculator for auditors (no code needed)::
 
     dpkit account zcdp --rho R --delta D [--json]
     dpkit account zcdp --epsilon E --delta D [--json]
