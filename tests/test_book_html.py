@@ -66,13 +66,16 @@ def mini_book(tmp_path_factory) -> Path:
     work = tmp_path_factory.mktemp("book")
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
     config["execute"]["execute_notebooks"] = "off"
+    local = config.get("sphinx", {}).get("local_extensions") or {}
+    config["sphinx"]["local_extensions"] = {name: str(ROOT / path) for name, path in local.items()}
     (work / "_config.yml").write_text(yaml.safe_dump(config))
     (work / "_toc.yml").write_text(yaml.safe_dump(_mini_toc()))
     proc = subprocess.run(
         [sys.executable, "-c", "from jupyter_book.cli.main import main; main()", "build", str(ROOT),
          "--toc", str(work / "_toc.yml"), "--config", str(work / "_config.yml"),
          "--path-output", str(work)],
-        capture_output=True, text=True, timeout=600)
+        capture_output=True, text=True, timeout=600,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])})
     html = work / "_build" / "html"
     assert proc.returncode == 0 and (html / "index.html").exists(), proc.stdout[-3000:] + proc.stderr[-3000:]
     return html
