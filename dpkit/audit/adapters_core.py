@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from dpkit.audit.pair_loss import above_threshold_log_probabilities, discrete_pair_loss
 from dpkit.audit.registry import AuditCase, AuditSpec, register
 from dpkit.audit.tester import identity_statistic
 from dpkit.privacy.exponential import Exponential
@@ -16,7 +17,7 @@ from dpkit.privacy.laplace import Laplace
 from dpkit.privacy.sparse_vector import AboveThreshold
 
 #: AboveThreshold pair: D0 answers 0 to m+1 queries; D1 answers +1 to the first m and -1 to the last.
-SVT_QUERIES = 4
+SVT_QUERIES = 20  # enough raised queries for the pair's exact loss to reach the claim (> 0.9999 eps)
 SVT_THRESHOLD = 0.0
 
 
@@ -25,7 +26,7 @@ def laplace_case(epsilon: float) -> AuditCase:
     return AuditCase(
         mechanism=lambda value, n, rng: mechanism.release(value, rng, size=n),
         d0=0.0, d1=1.0, claimed_epsilon=epsilon, output="continuous",
-        statistics={"output": identity_statistic}, contract=mechanism.contract,
+        statistics={"output": identity_statistic}, contract=mechanism.contract, pair_loss=epsilon,
         why_worst_case="the query moves by exactly its sensitivity (1); for Laplace noise the privacy loss "
                        "equals epsilon on every output beyond both means, so no pair does better")
 
@@ -44,7 +45,7 @@ def exponential_scores(epsilon: float, candidates: int = 4, target_probability: 
     """Scores for the exponential-mechanism pair: candidate 0 rare on D0, boosted on D1."""
     scale = 2.0 / epsilon  # the mechanism's own temperature for sensitivity 1
     if target_probability is None:
-        target_probability = min(0.05, 0.1 * np.exp(-epsilon))
+        target_probability = min(0.02, 0.04 * np.exp(-epsilon))
     others = scale * np.log((1.0 / target_probability - 1.0) / (candidates - 1))
     d0 = np.array([0.0] + [others] * (candidates - 1))
     d1 = d0 + np.array([1.0] + [-1.0] * (candidates - 1))
@@ -58,6 +59,7 @@ def exponential_case(epsilon: float) -> AuditCase:
         mechanism=lambda scores, n, rng: mechanism.sample(scores, rng, size=n),
         d0=d0.tolist(), d1=d1.tolist(), claimed_epsilon=epsilon, output="discrete",
         contract=mechanism.contract,
+        pair_loss=discrete_pair_loss(mechanism.log_probabilities(d0), mechanism.log_probabilities(d1)),
         why_worst_case="every score moves by the full sensitivity, the target up and all others down, so "
                        "the target's log-probability gains epsilon/2 twice (its own score and the "
                        "normaliser); the target is rare on D0 so the normaliser shift is nearly complete")
@@ -73,6 +75,8 @@ def above_threshold_case(epsilon: float) -> AuditCase:
     return AuditCase(
         mechanism=lambda queries, n, rng: mechanism.run(queries, rng, size=n),
         d0=d0, d1=d1, claimed_epsilon=epsilon, output="discrete", contract=mechanism.contract,
+        pair_loss=discrete_pair_loss(above_threshold_log_probabilities(d0, SVT_THRESHOLD, mechanism.sigma),
+                                     above_threshold_log_probabilities(d1, SVT_THRESHOLD, mechanism.sigma)),
         why_worst_case=f"on D1 the first {SVT_QUERIES} queries are higher by the sensitivity and the last is "
                        "lower, so halting at the last query needs the threshold noise to clear the raised "
                        "queries (cost epsilon/2) and the last query's noise to clear a lowered value "

@@ -15,11 +15,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from dpkit.audit.pair_loss import discrete_pair_loss
 from dpkit.audit.registry import AuditCase, AuditSpec, register
 from dpkit.dpst import DPST, Prepared, TripleCorpus, sample_in_neighbourhood
+from dpkit.dpst.mechanism import log_probabilities
 
 DIM = 4
 CROWD = 24  # candidates of neighbourhood A that sit at e2 (and of B at e3)
+DOCUMENT_CROWD = 40  # document variant: crowd inside A, and neighbourhoods whose centroid sits at e2
 NO_TRIPLE_TEXTS = ("Hello there!", "Thanks, see you.")  # no subject-verb-object triple in either
 
 
@@ -37,6 +40,39 @@ def synthetic_corpus() -> TripleCorpus:
     labels = np.array([0] * (CROWD + 1) + [1] * (CROWD + 1))
     centroids = np.vstack([_unit(embeddings[labels == c].mean(axis=0)) for c in (0, 1)])
     return TripleCorpus(np.array(texts), embeddings, labels, centroids, {"synthetic": "audit"})
+
+
+def document_corpus() -> TripleCorpus:
+    """Worst case for the document variant: neighbourhood A (centroid e1) = {A0 at e1, A1..A40 at e2},
+    and neighbourhoods B1..B40, each one triple at e2 with its centroid at e2.
+
+    A public corpus may have any geometry (the guarantee must hold for all of
+    them), including centroids that coincide: here every centroid but A's
+    points at e2, so an input at e1 and an input at e2 have opposite utilities on
+    all 41 neighbourhoods, and again on all 41 candidates of A.
+    """
+    e = np.eye(DIM, dtype=np.float32)
+    k = DOCUMENT_CROWD
+    texts = ["A0 is alone"] + [f"A{i} is crowded" for i in range(1, k + 1)] + [f"B{i} stands apart" for i in
+                                                                                range(1, k + 1)]
+    embeddings = np.vstack([e[0]] + [e[1]] * k + [e[1]] * k)
+    labels = np.array([0] * (k + 1) + list(range(1, k + 1)))
+    centroids = np.vstack([e[0]] + [e[1]] * k)
+    return TripleCorpus(np.array(texts), embeddings, labels, centroids, {"synthetic": "audit, document variant"})
+
+
+def document_log_probabilities(dpst: DPST, embedding) -> dict[str, float]:
+    """Exact log P(released text) of the one-slot document variant for one triple at ``embedding``."""
+    eps_n, eps_t = dpst.slot_epsilons
+    corpus = dpst.corpus
+    log_n = log_probabilities(corpus.centroids, embedding, eps_n)
+    out: dict[str, float] = {}
+    for c in range(corpus.k):
+        members = corpus.members(c)
+        log_t = log_probabilities(corpus.embeddings[members], embedding, eps_t)
+        for j, i in enumerate(members):
+            out[str(corpus.texts[i])] = float(np.logaddexp(out.get(str(corpus.texts[i]), -np.inf), log_n[c] + log_t[j]))
+    return out
 
 
 def _document(text: str, triple: str | None, embedding) -> dict:
@@ -65,6 +101,8 @@ def triple_case(epsilon: float) -> AuditCase:
     return AuditCase(
         mechanism=lambda x, n, rng: sample_in_neighbourhood(candidates, np.asarray(x), epsilon, rng, size=n),
         d0=e[0].tolist(), d1=e[1].tolist(), claimed_epsilon=epsilon, output="discrete",
+        pair_loss=discrete_pair_loss(log_probabilities(candidates, e[0], epsilon),
+                                     log_probabilities(candidates, e[1], epsilon)),
         describe_pair={"candidates": "A0 at e1, 24 at e2", "x": "e1", "y": "e2"},
         why_worst_case="x has utility 1 on A0 and 0 on the other 24 candidates, y the reverse: every utility "
                        "moves by the full sensitivity, in opposite directions for A0 and the rest, so A0's "
@@ -76,9 +114,12 @@ def neighbourhood_case(epsilon: float) -> AuditCase:
     e = np.eye(DIM)
     d0 = _document("private document 0", "x relates to A0", e[0])
     d1 = _document("private document 1", "y relates to the crowd", e[1])
+    candidates = dpst.corpus.embeddings[dpst.corpus.members(0)]
     return AuditCase(
         mechanism=dpst_mechanism(dpst), d0=d0, d1=d1, claimed_epsilon=epsilon, output="discrete",
         contract=dpst.contract,
+        pair_loss=discrete_pair_loss(log_probabilities(candidates, e[0], epsilon),
+                                     log_probabilities(candidates, e[1], epsilon)),
         describe_pair={"corpus": "synthetic: A={A0 at e1, 24 at e2}, B={25 at e3}", "x": "e1", "y": "e2"},
         why_worst_case="both one-triple documents fall in neighbourhood A; x has utility 1 on A0 and 0 on the "
                        "other 24 candidates, y the reverse, so every utility moves by the full sensitivity "
@@ -87,19 +128,26 @@ def neighbourhood_case(epsilon: float) -> AuditCase:
 
 
 def document_case(epsilon: float, bug: str | None = None) -> AuditCase:
-    dpst = DPST(synthetic_corpus(), epsilon, variant="document", slots=1, bug=bug)
+    dpst = DPST(document_corpus(), epsilon, variant="document", slots=1, bug=bug)
     e = np.eye(DIM)
     d0 = _document("private document 0", "x relates to A0", e[0])
-    d1 = _document("private document 1", "z relates to B", e[2])
+    d1 = _document("private document 1", "z relates to the crowd", e[1])
+    loss = None
+    if bug is None:
+        p0, p1 = document_log_probabilities(dpst, e[0]), document_log_probabilities(dpst, e[1])
+        loss = discrete_pair_loss(list(p0.values()), [p1[t] for t in p0])
     return AuditCase(
         mechanism=dpst_mechanism(dpst), d0=d0, d1=d1, claimed_epsilon=epsilon, output="discrete",
-        contract=dpst.contract,
-        describe_pair={"corpus": "synthetic: A={A0 at e1, 24 at e2}, B={25 at e3}", "x": "e1 (nearest A)",
-                       "z": "e3 (nearest B)", "slots": 1},
-        why_worst_case="the two documents' triples have different nearest centroids (A and B): audited "
-                       "across neighbourhoods, where a neighbourhood taken from the private triple makes "
-                       "the output supports disjoint and the loss infinite; the document-level contract "
-                       "claims epsilon for exactly such pairs")
+        contract=dpst.contract, pair_loss=loss,
+        describe_pair={"corpus": f"synthetic: A (centroid e1) = {{A0 at e1, {DOCUMENT_CROWD} at e2}}, "
+                                 f"{DOCUMENT_CROWD} neighbourhoods at e2", "x": "e1 (nearest A)",
+                       "z": "e2 (nearest the crowd)", "slots": 1},
+        why_worst_case="x has utility 1 on A's centroid and 0 on the 40 others, z the reverse; inside A, x has "
+                       "utility 1 on A0 and 0 on its 40 other triples, z the reverse. Both exponential "
+                       "mechanisms (neighbourhood, then triple) lose nearly their whole share on the output A0, "
+                       "so the pair's loss is close to the document's epsilon (the old pair, one triple per "
+                       "side in two far neighbourhoods, showed 0.38 of it). A neighbourhood taken from the "
+                       "private triple makes the supports disjoint: infinite loss")
 
 
 def no_triple_case(epsilon: float, bug: str | None = None) -> AuditCase:

@@ -63,6 +63,7 @@ def vocabulary_case(epsilon: float, noise_scale=None) -> AuditCase:
     return AuditCase(
         mechanism=vocabulary_mechanism(epsilon, noise_scale), d0=d0, d1=d1, claimed_epsilon=epsilon,
         output="continuous", statistics={"laplace_llr": laplace_llr(a, b)}, contract=contract,
+        pair_loss=float(np.abs(b - a).sum()) * epsilon / S if noise_scale is None else None,
         describe_pair={"vocabulary_size": VOCABULARY_SIZE, "S": S, "added_document": LONG_DOCUMENT},
         why_worst_case=f"the added document holds {len(LONG_DOCUMENT)} distinct terms, more than S={S}, so "
                        f"after truncation it moves S counts by one each: an L1 change of exactly S, the "
@@ -108,6 +109,7 @@ def kde_case(epsilon: float, noise_scale=None, n_base: int = 3) -> AuditCase:
     return AuditCase(
         mechanism=kde_mechanism(epsilon, noise_scale), d0=d0.tolist(), d1=d1.tolist(), claimed_epsilon=epsilon,
         output="continuous", contract=contract,
+        pair_loss=float(np.abs(b - a).sum()) / contract.sensitivity * epsilon if noise_scale is None else None,
         statistics={"laplace_llr": laplace_llr(a, b), "spread_around_D0": deviation_size(a),
                     "spread_around_D1": deviation_size(b)},
         describe_pair={"features": KDE_FEATURES, "dim": KDE_DIM, "bandwidth": KDE_BANDWIDTH,

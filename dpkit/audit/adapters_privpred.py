@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from dpkit.audit.pair_loss import above_threshold_log_probabilities, discrete_pair_loss
 from dpkit.audit.registry import AuditCase, AuditSpec, register
 from dpkit.privpred.sampling import sample_private_token, token_epsilon, token_log_probabilities
 from dpkit.privpred.svt import svt_distance, svt_gate, svt_rho
@@ -23,7 +24,7 @@ CLIP = 10.0  # c, as in the paper's experiments
 EXPECTED_BATCH = 10  # s
 VOCAB = 8
 TARGET = 1  # the token the added prompt pushes
-SVT_STEPS = 4  # queries before the last one in the SVT pair
+SVT_STEPS = 20  # queries before the last one in the SVT pair: the pair's exact loss reaches the claim
 
 
 def temperature_for(epsilon: float) -> float:
@@ -44,7 +45,7 @@ def base_batch_logits(epsilon: float, size: int, denominator: str = "expected",
     target has probability about ``target_probability`` on this batch (rare, yet estimable)."""
     tau = temperature_for(epsilon)
     if target_probability is None:
-        target_probability = min(0.05, 0.1 * np.exp(-epsilon))
+        target_probability = min(0.02, 0.04 * np.exp(-epsilon))
     gaps = np.linspace(0.0, 2 * CLIP, 2001)
     best, best_err = None, np.inf
     for gap in gaps:
@@ -72,9 +73,11 @@ def token_case(epsilon: float) -> AuditCase:
     base = base_batch_logits(epsilon, EXPECTED_BATCH - 1)
     d1 = np.vstack([base, extra_prompt_logits()])
     assert abs(token_epsilon(CLIP, EXPECTED_BATCH, temperature_for(epsilon)) - epsilon) < 1e-9
+    tau = temperature_for(epsilon)
+    log_p = [token_log_probabilities(b, CLIP, EXPECTED_BATCH, tau, "expected") for b in (base, d1)]
     return AuditCase(
         mechanism=token_mechanism(epsilon), d0=base.tolist(), d1=d1.tolist(), claimed_epsilon=epsilon,
-        output="discrete",
+        output="discrete", pair_loss=discrete_pair_loss(*log_p),
         describe_pair={"clip": CLIP, "expected_batch_size": EXPECTED_BATCH,
                        "temperature": temperature_for(epsilon), "vocab": VOCAB, "target_token": TARGET},
         why_worst_case="the added prompt's clipped logits are +c on the target token and -c on every other "
@@ -112,8 +115,11 @@ def svt_case(epsilon: float) -> AuditCase:
     d0, d1, threshold = svt_pair()
     mechanism, gate = svt_mechanism(epsilon, threshold)
     assert abs(gate.epsilon - epsilon) < 1e-9 and abs(svt_rho(EXPECTED_BATCH, gate.sigma) - epsilon ** 2 / 2) < 1e-9
+    distances = [svt_distance(np.asarray(d["private"]), np.asarray(d["public"]), EXPECTED_BATCH) for d in (d0, d1)]
+    log_p = [above_threshold_log_probabilities(q, threshold, gate.sigma) for q in distances]
     return AuditCase(
         mechanism=mechanism, d0=d0, d1=d1, claimed_epsilon=epsilon, output="discrete", contract=gate.contract,
+        pair_loss=discrete_pair_loss(*log_p),
         describe_pair={"expected_batch_size": EXPECTED_BATCH, "threshold": threshold,
                        "steps": SVT_STEPS + 1, "sigma": gate.sigma},
         why_worst_case="the added prompt's softmax is one-hot on a token the batch already over-predicts for "

@@ -44,6 +44,8 @@ class AuditCase:
     delta: float = 0.0
     contract: Any = None  # the PrivacyContract the real code returned, when it returns one
     describe_pair: Mapping[str, Any] = field(default_factory=dict)
+    #: exact max_y |log P0(y)/P1(y)| of this pair (None: not computed); an audit cannot certify more
+    pair_loss: float | None = None
 
 
 @dataclass(frozen=True)
@@ -130,6 +132,8 @@ def run_audit(name: str, epsilon: float | None = None, samples: int = 100_000, s
                "rerun": f"python -m dpkit audit run {name} --epsilon {epsilon:g} --samples {samples} --seed {seed} --json"}
     if case.describe_pair:
         witness["pair"] = dict(case.describe_pair)
+    if case.pair_loss is not None:
+        witness["pair_loss"] = case.pair_loss
     if case.contract is not None and hasattr(case.contract, "to_dict"):
         witness["contract"] = case.contract.to_dict()
     return audit(case.mechanism, case.d0, case.d1, samples=samples, rng=rng,

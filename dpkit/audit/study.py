@@ -21,6 +21,9 @@ def audit_row(name: str, samples: int, epsilon: float | None = None, seed: int =
     return {"mechanism": name, "family": spec.family, "broken": spec.broken, "samples": n,
             "claimed_epsilon": result.claimed_epsilon, "lower_bound": result.lower_bound,
             "passed": result.passed, "event": str(result.event), "numerator": result.numerator,
+            "family": result.family, "pair loss": result.witness.get("pair_loss"),
+            "pair loss / claim": (None if result.witness.get("pair_loss") is None or not result.claimed_epsilon
+                                  else result.witness["pair_loss"] / result.claimed_epsilon),
             "seconds": time.perf_counter() - start}
 
 
