@@ -111,6 +111,8 @@ class Release:
     label set, when the input is labelled). ``epsilon``/``delta`` are the
     guarantee at the configured caps, never a number computed from what a run
     happened to use. ``ledger`` (private state) is what was charged.
+    ``public_rules`` names each data-independent rule that decides what happens
+    to unusual private input (caps, fallbacks); ``config.json`` states them.
     """
 
     method: str
@@ -122,6 +124,7 @@ class Release:
     reproducible: bool | None = None
     ledger: Any = field(default=None, repr=False, compare=False)
     notes: tuple[str, ...] = ()
+    public_rules: dict = field(default_factory=dict)
 
     def texts(self) -> list[str]:
         return [r["text"] for r in self.records]

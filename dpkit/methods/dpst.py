@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from dpkit.dpst.privatize import MAX_PARSER_CHARS
 from dpkit.methods.base import (PrivacyStatement, Records, Release, check_inputs, checkpoint, config_dict,
                                 generate_keyed)
 from dpkit.seeds import generator, int_seed
@@ -69,7 +70,7 @@ class Config:
         check_int("max_new_tokens", self.max_new_tokens, minimum=1)
         check_positive("temperature", self.temperature, allow_zero=True)
         check_int("batch_size", self.batch_size, minimum=1)
-        check_int("max_chars", self.max_chars, minimum=1)
+        check_int("max_chars", self.max_chars, minimum=1, maximum=MAX_PARSER_CHARS)
         if not isinstance(self.reconstruct, bool):
             raise ParameterError("reconstruct", self.reconstruct, "must be True or False")
 
@@ -105,7 +106,8 @@ def synthesize(records: Records, config: Config, run, backend, seed_sequence: np
     ledger = PrivacyLedger() if run is None or run.ledger is None else run.ledger
     corpus = load_public_corpus(k=config.k, n_articles=config.n_articles)
     mechanism = DPST(corpus, eps_text, "document", slots=config.slots,
-                     neighbourhood_share=config.neighbourhood_share, scorer=config.tie_scorer)
+                     neighbourhood_share=config.neighbourhood_share, scorer=config.tie_scorer,
+                     max_chars=config.max_chars)
 
     def private_part():
         prepared = mechanism.prepare(list(records.texts))
@@ -142,5 +144,6 @@ def synthesize(records: Records, config: Config, run, backend, seed_sequence: np
             record["label"] = records.label_set[int(released["labels"][i])]
         out.append(record)
     return Release(NAME, tuple(out), float(config.epsilon), 0.0, STATEMENT, config_dict(config), ledger=ledger,
+                   public_rules=mechanism.public_rules,
                    notes=(f"per record: text epsilon {eps_text:g}" +
                           (f", label epsilon {eps_label:g}" if records.labelled else ""),))

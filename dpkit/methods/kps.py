@@ -73,7 +73,8 @@ class Config:
 
         eps_voc = self.epsilon * self.vocabulary_share
         return KPSConfig(eps_voc=eps_voc, eps_kde=self.epsilon - eps_voc, S=self.S, N=self.N, L=self.L,
-                         method=self.kde, n_features=self.n_features, bandwidth=self.bandwidth)
+                         method=self.kde, n_features=self.n_features, bandwidth=self.bandwidth,
+                         max_chars=self.max_chars)
 
     @classmethod
     def smoke(cls, epsilon: float, **changes) -> "Config":
@@ -127,4 +128,5 @@ def synthesize(records: Records, config: Config, run, backend, seed_sequence: np
         if records.labelled:
             record["label"] = label_set[owners[key]]
         out.append(record)
-    return Release(NAME, tuple(out), float(config.epsilon), 0.0, STATEMENT, config_dict(config), ledger=ledger)
+    return Release(NAME, tuple(out), float(config.epsilon), 0.0, STATEMENT, config_dict(config), ledger=ledger,
+                   public_rules=config.kps_config().public_rules())

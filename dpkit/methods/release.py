@@ -80,6 +80,7 @@ def privacy_report(release: Release, public: dict) -> str:
               "- A missing, empty or NaN text is kept as an empty document (rows are never dropped for their "
               "content).",
               f"- Each text is cut at `max_chars` = {release.config.get('max_chars')} characters."]
+    lines += [f"- {name.replace('_', ' ')}: {rule}." for name, rule in release.public_rules.items()]
     lines += [f"- {note}" for note in release.notes]
     lines += ["", "## Public configuration", "", "```json", json.dumps(public, indent=2, sort_keys=True), "```", ""]
     return "\n".join(lines)
@@ -93,6 +94,7 @@ def public_configuration(release: Release, settings: dict) -> dict:
     out["epsilon"] = release.epsilon
     out["delta"] = release.delta
     out["randomness"] = "reproducible" if release.reproducible else "release"
+    out["public_rules"] = dict(release.public_rules)
     return out
 
 
