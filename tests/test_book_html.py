@@ -116,8 +116,13 @@ def _html_files(html: Path) -> list[Path]:
 # ------------------------------------------------------------------ static checks
 def test_no_page_loads_anything_from_the_network(mini_book):
     remote = re.compile(r"<(?:script|link|img|iframe)\b[^>]*\b(?:src|href)=[\"'](?:https?:)?//", re.I)
-    offenders = {p.relative_to(mini_book).as_posix(): remote.findall(p.read_text())
-                 for p in _html_files(mini_book)}
+    inline = re.compile(r"<script\b[^>]*>(.*?)</script>", re.S | re.I)
+    offenders = {}
+    for p in _html_files(mini_book):
+        text = p.read_text()
+        found = remote.findall(text)
+        found += [m[:80] for m in inline.findall(text) if re.search(r"https?://", m)]
+        offenders[p.relative_to(mini_book).as_posix()] = found
     offenders = {k: v for k, v in offenders.items() if v}
     assert not offenders, f"pages load remote resources: {offenders}"
 

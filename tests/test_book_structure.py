@@ -59,3 +59,23 @@ def test_every_theorem_reference_resolves():
     refs = {(page, ref) for page, text in texts.items() for ref in re.findall(r"\{prf:ref\}`([\w-]+)`", text)}
     broken = sorted((page, ref) for page, ref in refs if ref not in labels)
     assert not broken, f"prf:ref to undefined labels: {broken}"
+
+
+def _code_cells(markdown: str) -> list[str]:
+    return [m.split("\n", 1)[1] for m in re.findall(r"```\{code-cell\}[^\n]*\n(.*?)```", markdown, re.S)]
+
+
+def test_errata_numbers_are_computed_and_every_glue_reference_is_defined(monkeypatch):
+    """Run the errata page's code cells (its asserts check each discrepancy) and match its glue."""
+    import myst_nb
+
+    page = (ROOT / "book" / "errata.md").read_text()
+    glued: dict = {}
+    monkeypatch.setattr(myst_nb, "glue", lambda name, value, display=True: glued.__setitem__(name, value))
+    namespace: dict = {}
+    for source in _code_cells(page):
+        body = "\n".join(line for line in source.splitlines() if not line.startswith(":tags:"))
+        exec(compile(body, "book/errata.md", "exec"), namespace)
+    used = set(re.findall(r"\{glue:text\}`(\w+)", page))
+    assert used and used <= set(glued), f"glued nowhere: {sorted(used - set(glued))}"
+    assert glued["pp_actual_at_s"] > glued["pp_bound"] and glued["gauss_bad_delta"] > 1e-6
