@@ -98,3 +98,12 @@ def test_false_positive_rate_stays_at_nominal():
     out = false_positive_rate(names=("histogram", "laplace_parallel", "rappor"), runs=10, samples=1_000,
                               confidence=0.9, seed=11)
     assert out["audits"] == 30 and out["rate"] <= 0.2  # Binomial(30, 0.1): P(rate > 0.2) < 0.06
+
+
+def test_published_numbers_are_marked_where_absent():
+    from dpkit.audit.calibration import PUBLISHED, published_table
+
+    table = published_table().set_index("mechanism")
+    assert table.loc["bad_partial_sum", "DP-Sniper bound / true"] == "not published"
+    assert table.loc["laplace_parallel", "DP-Sniper bound / true"].startswith("0.035 (35%)")
+    assert set(PUBLISHED) <= {c.name for c in CLASSICS}

@@ -270,7 +270,7 @@ def verdict(sensitivity_checks: list[SensitivityCheck], audit_rows: list[Mapping
     failed = [r["mechanism"] for r in audit_rows if not r["passed"]]
     problems = []
     if not ledger_ok:
-        problems.append("the ledger's stored costs do not match its contracts")
+        problems.append("the ledger does not re-derive (stored costs, or a total below dp_accounting's)")
     if wrong:
         problems.append("stated sensitivity not confirmed for " + ", ".join(sorted(set(wrong))))
     if failed:
