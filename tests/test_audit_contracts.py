@@ -9,7 +9,8 @@ pytest.importorskip("dp_accounting")
 from dp_accounting import dp_event  # noqa: E402
 
 from dpkit.audit.accounting import crosscheck_ledger, ledger_dp_event  # noqa: E402
-from dpkit.privacy import Gaussian, Laplace, PrivacyContract, PrivacyLedger  # noqa: E402
+from dpkit.privacy import (Gaussian, Laplace, PrivacyContract, PrivacyLedger, TextbookGaussian,  # noqa: E402
+                           TextbookLaplace)
 from dpkit.privacy.exponential import Exponential  # noqa: E402
 from dpkit.privacy.private_prediction import private_prediction_contract, svt_contract  # noqa: E402
 from dpkit.validate import ParameterError  # noqa: E402
@@ -18,7 +19,7 @@ from dpkit.validate import ParameterError  # noqa: E402
 def test_mechanisms_state_their_parameters():
     lap = Laplace(2.0, epsilon=0.5).contract
     assert lap.kind == "laplace" and lap.parameter("scale") == pytest.approx(4.0)
-    assert Gaussian(1.0, epsilon=1.0, delta=1e-5).contract.parameters["noise"] == "gaussian"
+    assert Gaussian(1.0, epsilon=1.0, delta=1e-5).contract.parameters["noise"] == "discrete_gaussian"
     pp = private_prediction_contract(30, 10, 10, 2, svt_sigma=0.2)
     assert dict(pp.parameters) == {"r": 30, "s": 10.0, "c": 10.0, "tau": 2.0, "svt_sigma": 0.2}
     with pytest.raises(ParameterError, match="scale"):
@@ -44,9 +45,12 @@ def test_bad_parameters_are_refused():
 
 
 def test_dp_events():
-    assert Laplace(2.0, epsilon=0.5).contract.to_dp_event() == dp_event.LaplaceDpEvent(2.0)
-    g = Gaussian(1.0, sigma=3.0).contract.to_dp_event()
+    # release-mode Laplace is discrete Laplace on the integers: exp(-|k| / 4) with sensitivity 2
+    assert Laplace(2.0, epsilon=0.5).contract.to_dp_event() == dp_event.DiscreteLaplaceDpEvent(0.25, 2)
+    assert TextbookLaplace(2.0, epsilon=0.5).contract.to_dp_event() == dp_event.LaplaceDpEvent(2.0)
+    g = TextbookGaussian(1.0, sigma=3.0).contract.to_dp_event()
     assert g == dp_event.GaussianDpEvent(3.0)
+    assert Gaussian(1.0, sigma=3.0).contract.to_dp_event() == dp_event.ZCDpEvent(1.0 / 18.0)
     rr = svt_contract(10, 0.2).to_dp_event()
     assert isinstance(rr, dp_event.RandomizedResponseDpEvent)
     keep = 1 - rr.noise_parameter / 2

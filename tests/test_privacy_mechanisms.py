@@ -31,14 +31,23 @@ def test_laplace_calibration_both_ways():
         Laplace(1.0, epsilon=1.0, neighbouring="swap")
 
 
-def test_laplace_release_is_vectorised_seeded_and_laplace_distributed():
+def test_laplace_release_is_vectorised_seeded_and_discrete_laplace_distributed():
     mech = Laplace(1.0, epsilon=0.5)
     start = time.perf_counter()
     out = mech.release(np.array([3.0]), rng(1), size=100_000)
-    assert time.perf_counter() - start < 0.5
+    assert time.perf_counter() - start < 2.0
     assert out.shape == (100_000, 1)
     np.testing.assert_array_equal(out, mech.release(np.array([3.0]), rng(1), size=100_000))
-    assert stats.kstest(out[:, 0] - 3.0, stats.laplace(scale=2.0).cdf).pvalue > 1e-3
+    noise = (out[:, 0] - 3.0).astype(int)
+    support = np.arange(-15, 16)
+    pmf = np.exp(-np.abs(support) / 2.0) * np.tanh(1 / 4.0)     # discrete Laplace(2): (1-e^-1/2)/(1+e^-1/2) e^-|k|/2
+    observed = np.array([np.sum(noise == k) for k in support] + [np.sum(np.abs(noise) > 15)])
+    expected = np.append(pmf, 1 - pmf.sum()) * noise.size
+    assert stats.chisquare(observed, expected).pvalue > 1e-3
+    real = Laplace(1.0, epsilon=0.5, dimension=1, grid=0.25).release(np.array([0.3]), rng(2), size=1000)
+    assert np.all(real * 4 == np.rint(real * 4)) and real.std() == pytest.approx(2.5 * math.sqrt(2), rel=0.15)  # (1 + 0.25) / 0.5
+    with pytest.raises(ParameterError, match="grid"):
+        mech.release([0.5], rng())
     with pytest.raises(ParameterError, match="rng"):
         mech.release([1.0], 0)
     with pytest.raises(ParameterError, match="values"):
@@ -106,8 +115,11 @@ def test_exponential_is_temperature_sampling():
     scores = np.array([[0.3, -1.2, 2.0], [5.0, 5.0, 4.0]])
     tau = 0.7
     mech = Exponential.from_temperature(0.1, tau)
-    assert mech.epsilon == pytest.approx(softmax_sampling_epsilon(0.1, tau)) == pytest.approx(0.2 / tau)
-    softmax = np.exp(scores / tau) / np.exp(scores / tau).sum(axis=-1, keepdims=True)
+    assert mech.epsilon == pytest.approx(softmax_sampling_epsilon(0.1 + mech.grid, tau)) == pytest.approx(0.2 / tau)
+    assert mech.scale == pytest.approx(tau, rel=1e-15) and mech.contract.sensitivity == 0.1 + mech.grid
+    quantized = np.rint(scores / mech.grid) * mech.grid
+    assert np.max(np.abs(quantized - scores)) <= mech.grid / 2
+    softmax = np.exp(quantized / tau) / np.exp(quantized / tau).sum(axis=-1, keepdims=True)
     np.testing.assert_allclose(np.exp(mech.log_probabilities(scores)), softmax, rtol=1e-12)
     draws = mech.sample(scores, rng(6), size=100_000)
     assert draws.shape == (100_000, 2)

@@ -17,15 +17,20 @@ positive = st.floats(min_value=0.01, max_value=10.0)
 @FAST
 @given(sensitivity=positive, epsilon=positive, dim=st.integers(1, 5), data=st.data())
 def test_laplace_loss_never_exceeds_epsilon(sensitivity, epsilon, dim, data):
-    """Neighbouring values differ by at most `sensitivity` in L1; every output's loss is <= epsilon."""
+    """Neighbouring values differ by at most `sensitivity` in L1; after rounding to the grid they differ by at
+    most the contract's sensitivity, and every output's loss is <= epsilon."""
     value = np.array(data.draw(st.lists(finite, min_size=dim, max_size=dim)))
     direction = np.array(data.draw(st.lists(st.floats(-1, 1), min_size=dim, max_size=dim)))
     norm = np.abs(direction).sum()
     step = direction / norm * sensitivity * data.draw(st.floats(0, 1)) if norm > 0 else np.zeros(dim)
-    mech = Laplace(sensitivity, epsilon=epsilon)
+    mech = Laplace(sensitivity, epsilon=epsilon, dimension=dim)
+    rounded = np.rint(value / mech.grid) * mech.grid
+    rounded_neighbour = np.rint((value + step) / mech.grid) * mech.grid
+    assert np.abs(rounded - rounded_neighbour).sum() <= mech.contract.sensitivity * (1 + 1e-12)
     outputs = mech.release(value, np.random.default_rng(data.draw(st.integers(0, 2**32 - 1))), size=200)
-    outputs = np.concatenate([outputs, value[None, :], (value + step)[None, :]])
-    loss = mech.log_density_ratio(outputs, value, value + step)
+    assert np.all(outputs / mech.grid == np.rint(outputs / mech.grid))  # every output lies on the grid
+    outputs = np.concatenate([outputs, rounded[None, :], rounded_neighbour[None, :]])
+    loss = mech.log_density_ratio(outputs, rounded, rounded_neighbour)
     assert np.all(np.abs(loss) <= epsilon * (1 + 1e-9) + 1e-12)
 
 

@@ -78,13 +78,16 @@ def _dpkde(contract: Mapping[str, Any]) -> SensitivityCheck:
     if (gap := _missing(contract, ["I", "W"])) is not None:
         return gap
     I, W = int(_params(contract)["I"]), float(_params(contract)["W"])
-    # every feature is sqrt(2) cos(.), so one document of total weight W moves each by at most sqrt(2) W
-    bound = math.sqrt(2.0) * I * W
+    # every feature is sqrt(2) cos(.), so one document of total weight W moves each by at most sqrt(2) W;
+    # rounding the I coordinates to the release grid adds at most I * grid
+    rounding = I * float(_params(contract).get("grid") or 0.0) if _params(contract).get("dimension") else 0.0
+    bound = math.sqrt(2.0) * I * W + rounding
     features = RandomFourierFeatures(16, 64, 1.0, np.random.default_rng(0))
     largest = float(np.abs(features.features(np.random.default_rng(1).normal(size=(2000, 16)) * 3)).max())
     ok = _close(bound, contract["sensitivity"]) and largest <= math.sqrt(2.0) + 1e-12
     return SensitivityCheck(contract["mechanism"], contract["sensitivity"], bound,
-                            f"sqrt(2) * I * W with I={I}, W={W:g}; largest |feature| seen {largest:.6f}", ok)
+                            f"sqrt(2) * I * W + I * grid with I={I}, W={W:g}; largest |feature| seen {largest:.6f}",
+                            ok)
 
 
 def _private_token(contract: Mapping[str, Any]) -> SensitivityCheck:

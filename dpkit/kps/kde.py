@@ -235,17 +235,18 @@ def privatize_sketch(exact_sketch, features: RandomFourierFeatures, epsilon: flo
         sensitivity = dpkde_sensitivity(features.n_features, document_weight)
     sensitivity = check_positive("sensitivity", sensitivity)
     if noise_scale is None:
-        mechanism = Laplace(sensitivity, epsilon=epsilon, unit=unit, neighbouring="add/remove")
+        mechanism = Laplace(sensitivity, epsilon=epsilon, unit=unit, neighbouring="add/remove",
+                            dimension=features.n_features)
     else:
         mechanism = Laplace(sensitivity, scale=check_positive("noise_scale", noise_scale),
-                            unit=unit, neighbouring="add/remove")
+                            unit=unit, neighbouring="add/remove", dimension=features.n_features)
     noisy = mechanism.release(exact, rng)
     contract = mechanism.contract.replace(
         mechanism=f"DP-KDE (random Fourier features, I={features.n_features}{', ' + label if label else ''})",
         kind="dpkde",
         parameters={**mechanism.contract.parameters, "I": int(features.n_features), "W": float(document_weight)},
-        note=f"sum sketch + Laplace(scale={mechanism.scale:.6g}); sensitivity sqrt(2)*I*W, "
-             f"W={document_weight:g} per-document weight bound")
+        note=f"sum sketch rounded to the grid {mechanism.grid:.3g} + exact discrete Laplace(scale="
+             f"{mechanism.scale:.6g}); sensitivity sqrt(2)*I*W + I*grid, W={document_weight:g} per-document weight bound")
     return DPKDE(noisy, features, contract, mechanism.scale)
 
 
