@@ -530,7 +530,7 @@ class Run:
         if backend is not None:
             self.manifest["backend"] = _encode(backend.describe() if hasattr(backend, "describe") else backend)
         for key, value in extra.items():
-            if key in ("params", "params_digest", "seed", "format", "created", "checksums"):
+            if key in ("params", "params_digest", "seed", "format", "created", "checksums", "bindings"):
                 raise ParameterError(key, value, "is fixed by the run")
             self.manifest[key] = _encode(value)
         self._write_manifest()
@@ -540,6 +540,46 @@ class Run:
         self.manifest["status"] = "complete"
         self.update(backend=backend, **extra)
         return dict(self.manifest)
+
+    def bind(self, name: str, config: Mapping[str, Any], *, input_digest: str | None = None) -> None:
+        """Tie a component of the run (a pipeline) to its own public ``config`` and input.
+
+        The first call records ``config`` (in the manifest, with its digest) and
+        ``input_digest`` (under ``private/``); a later call -- on resume -- with
+        another configuration or input raises :class:`RunMismatchError` naming the
+        keys that differ, before the component reuses anything. So a pipeline is
+        protected even when the caller's ``params`` do not mention its settings.
+        """
+        if not isinstance(name, str) or not name or not name.replace("_", "").replace("-", "").isalnum():
+            raise ParameterError("name", name, "must be a non-empty name of letters, digits, '_' or '-'")
+        if not isinstance(config, Mapping):
+            raise ParameterError("config", type(config).__name__, "must be a mapping of public settings")
+        if input_digest is not None and (not isinstance(input_digest, str) or not input_digest):
+            raise ParameterError("input_digest", input_digest, "must be a non-empty digest string or None")
+        self._check_open()
+        encoded = _encode(dict(config))
+        bindings = self.manifest.setdefault("bindings", {})
+        inputs_path = self.private_dir / "input_digests.json"
+        inputs = json.loads(inputs_path.read_text(encoding="utf-8")) if inputs_path.exists() else {}
+        stored = bindings.get(name)
+        if stored is not None:
+            old = stored.get("config", {})
+            changes = [f"{name}.{k}: {old.get(k, '<absent>')!r} -> {encoded.get(k, '<absent>')!r}"
+                       for k in sorted(set(old) | set(encoded)) if old.get(k, "<absent>") != encoded.get(k, "<absent>")]
+            if not changes and stored.get("digest") != digest(encoded):
+                changes.append(f"{name}: the stored configuration was edited")
+            if inputs.get(name) != input_digest:
+                changes.append(f"{name}.input: the input data differ from the run's")
+            if changes:
+                raise RunMismatchError("config", "; ".join(changes),
+                                       f"the run folder {str(self.path)!r} was started with another configuration "
+                                       f"or input for {name!r}; resuming would mix two runs. Use a new folder")
+            return
+        bindings[name] = {"config": encoded, "digest": digest(encoded)}
+        if input_digest is not None:
+            inputs[name] = input_digest
+            _io.atomic_write_text(inputs_path, _dumps(inputs) + "\n")
+        self._write_manifest()
 
     def write_release(self, name: str, data: str | bytes) -> Path:
         """Write ``release/<name>`` atomically and record its checksum (verified on every reopening)."""

@@ -196,3 +196,16 @@ def test_privatized_marks_round_trip_with_their_ledger_entry(tmp_path):
 
 def test_digest_is_canonical():
     assert digest({"b": 1, "a": [1, 2]}) == digest({"a": [1, 2], "b": 1})
+
+
+def test_a_bound_component_refuses_another_configuration_or_input(tmp_path):
+    run = Run(tmp_path, params={"task": "demo"})
+    run.bind("pipeline", {"epsilon": 6.0, "r": 6}, input_digest=digest(["a", "b"]))
+    run.close()
+    again = Run(tmp_path, params={"task": "demo"})
+    again.bind("pipeline", {"epsilon": 6.0, "r": 6}, input_digest=digest(["a", "b"]))      # same: resumes
+    with pytest.raises(RunMismatchError, match=r"pipeline.epsilon: 6.0 -> 3.0; pipeline.r: 6 -> 1"):
+        again.bind("pipeline", {"epsilon": 3.0, "r": 1}, input_digest=digest(["a", "b"]))
+    with pytest.raises(RunMismatchError, match="pipeline.input"):
+        again.bind("pipeline", {"epsilon": 6.0, "r": 6}, input_digest=digest(["a", "c"]))
+    assert digest(["a", "b"]) not in (tmp_path / "manifest.json").read_text()

@@ -213,6 +213,14 @@ def generate_synthetic(records: Sequence[str], template: PromptTemplate, config:
         kept: dict = {}
         batches = [b for b in batches if kept.setdefault(b.label, []).append(b) or len(kept[b.label]) <= max_batches]
     public_cache: dict = {}
+    if run is not None:  # a resume under another configuration or other records is refused, by name
+        from dpkit.runs import digest
+
+        run.bind("private_prediction",
+                 {"config": config.to_dict(), "max_private_tokens": r, "n_batches": n_batches,
+                  "max_batches": max_batches, "label_names": list(label_names or []), "template": repr(template)},
+                 input_digest=digest({"records": list(records),
+                                      "labels": None if labels is None else np.asarray(labels).tolist()}))
     done = run.records() if run is not None else {}
     out_examples, out_batches = [], []
     for batch in batches:
