@@ -34,3 +34,17 @@ def test_bad_arguments_exit_2(capsys):
     with pytest.raises(SystemExit) as exit_info:
         main(["audit", "run", "laplace"])
     assert exit_info.value.code == 2
+
+
+def test_samples_estimate(capsys):
+    assert main(["audit", "samples", "--claim", "1", "--violation", "1.5", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["certification_samples_per_dataset"] > 10 and out["samples_to_draw_per_dataset"] == \
+        2 * out["certification_samples_per_dataset"]
+    assert main(["audit", "samples", "--claim", "1", "--violation", "0.5"]) == 2
+    assert "violation" in capsys.readouterr().err
+
+
+def test_run_text_states_pair_loss(capsys):
+    assert main(["audit", "run", "laplace", "--epsilon", "1", "--samples", "2000"]) == 0
+    assert "exact privacy loss of this pair: 1 (100.0% of the claim)" in capsys.readouterr().out

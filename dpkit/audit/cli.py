@@ -2,6 +2,7 @@
 
     python -m dpkit audit list [--json]
     python -m dpkit audit run NAME --epsilon E [--samples N] [--seed S] [--confidence C] [--json]
+    python -m dpkit audit samples --claim C --violation V [--confidence C] [--json]
 
 ``run`` builds NAME calibrated for the claimed epsilon E, draws N outputs on each
 dataset of its worst-case neighbouring pair, and prints the lower confidence
@@ -51,9 +52,38 @@ def _run(args: argparse.Namespace) -> int:
     else:
         print(f"{spec.name} ({'deliberately broken: ' + spec.bug if spec.broken else spec.family})")
         print(result)
-        print(f"counts on the certification half: {result.counts}")
+        print(f"counts on the certification half: {result.counts} (event family: {result.family})")
+        if result.witness.get("pair_loss") is not None:
+            print(f"exact privacy loss of this pair: {result.witness['pair_loss']:.4g} "
+                  f"({result.witness['pair_loss'] / args.epsilon:.1%} of the claim)")
+        for note in result.warnings:
+            print(f"warning: {note}")
         print(f"why this pair: {result.witness['why_worst_case']}")
         print(f"rerun: {result.witness['rerun']}")
+    return 0
+
+
+def _samples(args: argparse.Namespace) -> int:
+    from dpkit.audit.power import samples_needed
+    from dpkit.validate import ParameterError
+
+    try:
+        if not args.violation > args.claim:
+            raise ParameterError("violation", args.violation, f"must exceed the claim {args.claim:g}")
+        n = samples_needed(args.claim, args.violation, args.confidence)
+    except ParameterError as error:
+        print(f"dpkit audit samples: {error}", file=sys.stderr)
+        return 2
+    payload = {"claim": args.claim, "violation": args.violation, "confidence": args.confidence,
+               "certification_samples_per_dataset": n, "samples_to_draw_per_dataset": None if n is None else 2 * n}
+    if args.json:
+        print(json.dumps(payload, indent=2))
+    elif n is None:
+        print("no sample size up to 10^9 certifies this violation")
+    else:
+        print(f"a violation of size {args.violation:g} against the claim {args.claim:g} needs at least {n:,} "
+              f"certification samples per dataset at {args.confidence:.0%} confidence (the tester draws twice "
+              f"that: --samples {2 * n}), with the best possible event; weaker events need more")
     return 0
 
 
@@ -71,3 +101,9 @@ def register(subparsers) -> None:
     run.add_argument("--confidence", type=float, default=0.95, help="confidence of the lower bound (default 0.95)")
     run.add_argument("--json", action="store_true", help="one JSON object with the result and witness")
     run.set_defaults(func=_run)
+    need = sub.add_parser("samples", help="samples an audit needs to refute a claim when the truth is larger")
+    need.add_argument("--claim", type=float, required=True, help="the claimed epsilon")
+    need.add_argument("--violation", type=float, required=True, help="the true epsilon to detect (> claim)")
+    need.add_argument("--confidence", type=float, default=0.95, help="confidence of the bound (default 0.95)")
+    need.add_argument("--json", action="store_true", help="one JSON object")
+    need.set_defaults(func=_samples)
