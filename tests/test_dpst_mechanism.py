@@ -120,3 +120,16 @@ def test_faiss_index_agrees_with_brute_force():
     plugged = TripleCorpus(corpus.texts, corpus.embeddings, corpus.labels, corpus.centroids, index_factory=FaissIndex)
     np.testing.assert_array_equal(plugged.nearest_centroid(corpus.embeddings),
                                   corpus.nearest_centroid(corpus.embeddings))
+
+
+def test_utilities_are_computed_in_float64():
+    from dpkit.dpst.mechanism import clipped_cosine
+
+    rng = np.random.default_rng(0)
+    candidates = rng.standard_normal((50, 384)).astype(np.float32)
+    x = rng.standard_normal(384).astype(np.float32)
+    c64 = candidates.astype(np.float64) / np.linalg.norm(candidates.astype(np.float64), axis=1, keepdims=True)
+    x64 = x.astype(np.float64) / np.linalg.norm(x.astype(np.float64))
+    got = clipped_cosine(candidates, x)
+    assert got.dtype == np.float64
+    np.testing.assert_allclose(got, np.clip(c64 @ x64, 0.0, 1.0), rtol=0, atol=1e-15)  # float32 is off by ~1e-8

@@ -107,3 +107,10 @@ def test_chapter_ledger_adds_the_releases_made_on_the_same_data():
         cfg = KPSConfig(eps_voc=1.0, eps_kde=eps_kde, S=3, N=6, L=3, method=method, n_features=32)
         record_release(chapter, fit_kps(TEXTS, LABELS, NAMES, VOCAB, HashEmbedder(), cfg, np.random.default_rng(0)))
     assert ledger_pure_epsilon(chapter) == pytest.approx(3.0 + 6.0)
+
+
+def test_sketches_are_summed_in_float64_before_the_noise():
+    cfg = KPSConfig(eps_voc=1.0, eps_kde=2.0, S=3, N=6, L=3, n_features=32)
+    model = fit_kps(TEXTS, LABELS, NAMES, VOCAB, HashEmbedder(), cfg, np.random.default_rng(0))
+    for kde in model.class_kdes.values():
+        assert kde.sketch.dtype == np.float64 and kde.features.weights.dtype == np.float64
