@@ -67,3 +67,12 @@ def test_json_template_public_prompt_can_show_an_example_record():
     assert public == t.private_message(REVIEW_EXAMPLE)  # same words as a private prompt
     with pytest.raises(ParameterError, match="example_record"):
         json_template(REVIEW_SCHEMA.describe(), example_record="not json")
+
+
+def test_structure_is_a_standard_json_schema():
+    from jsonschema import Draft202012Validator
+
+    schema = REVIEW_SCHEMA.json_schema()
+    Draft202012Validator.check_schema(schema)
+    assert schema["additionalProperties"] is False and set(schema["required"]) == set(REVIEW_SCHEMA.fields)
+    assert schema["properties"]["sentiment"]["enum"] == ["negative", "positive"]

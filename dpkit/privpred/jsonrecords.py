@@ -5,7 +5,9 @@ allowed values; :meth:`RecordSchema.describe` writes the PUBLIC schema prompt
 text (in the shape of the paper's Figure 12); :func:`parse_record` extracts the
 first JSON object from a generated text; :meth:`RecordSchema.validate` returns
 the list of violations (no extra fields, all fields present, right types,
-allowed values, custom checks such as "no line breaks").
+allowed values, custom checks such as "no line breaks"). The structural part is
+a standard JSON Schema (:meth:`RecordSchema.json_schema`) checked by the
+``jsonschema`` package; only the custom checks are our own predicates.
 :func:`review_records` turns labelled review snippets into such records.
 """
 
@@ -15,9 +17,12 @@ import json
 from dataclasses import dataclass, field
 from typing import Sequence
 
+from jsonschema import Draft202012Validator
+
 from dpkit.validate import ParameterError
 
 _TYPE_NAMES = {str: "str", int: "int", float: "float", bool: "bool", list: "list"}
+_JSON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean", list: "array"}
 
 
 @dataclass(frozen=True)
@@ -42,26 +47,41 @@ class RecordSchema:
         lines.append("}")
         return "\n".join(lines)
 
+    def json_schema(self) -> dict:
+        """The fields, their types and allowed values as a JSON Schema (draft 2020-12)."""
+        properties = {}
+        for name, typ in self.fields.items():
+            properties[name] = {"type": _JSON_TYPES[typ]}
+            if name in self.choices:
+                properties[name]["enum"] = list(self.choices[name])
+        return {"type": "object", "properties": properties, "required": list(self.fields),
+                "additionalProperties": False}
+
     def validate(self, record) -> list[str]:
-        """Violations of the schema (empty list: valid)."""
+        """Violations of the schema (empty list: valid): JSON Schema first, then the custom checks."""
         if not isinstance(record, dict):
             return ["not a JSON object"]
-        errors = [f"extra field {k!r}" for k in record if k not in self.fields]
-        for name, typ in self.fields.items():
-            if name not in record:
-                errors.append(f"missing field {name!r}")
-                continue
-            value = record[name]
-            if typ is int and (isinstance(value, bool) or not isinstance(value, int)):
-                errors.append(f"{name!r} is not an int")
-            elif typ is not int and not isinstance(value, typ):
-                errors.append(f"{name!r} is not a {_TYPE_NAMES.get(typ, typ.__name__)}")
-            elif name in self.choices and value not in self.choices[name]:
-                errors.append(f"{name!r}={value!r} is not an allowed value")
+        errors = []
+        for error in sorted(Draft202012Validator(self.json_schema()).iter_errors(record), key=lambda e: list(e.path)):
+            errors.extend(self._describe(error, record))
         for check, (name, predicate, _) in self.checks.items():
             if name in record and not errors and not predicate(record[name]):
                 errors.append(f"check {check!r} failed")
         return errors
+
+    def _describe(self, error, record) -> list[str]:
+        if error.validator == "additionalProperties":
+            return [f"extra field {k!r}" for k in record if k not in self.fields]
+        if error.validator == "required":
+            return [f"missing field {k!r}" for k in error.validator_value if k not in record]
+        name = error.path[0] if error.path else None
+        if error.validator == "type" and name in self.fields:
+            typ = self.fields[name]
+            article = "an" if _TYPE_NAMES.get(typ, "")[:1] in "aeiou" else "a"
+            return [f"{name!r} is not {article} {_TYPE_NAMES.get(typ, typ.__name__)}"]
+        if error.validator == "enum" and name in self.fields:
+            return [f"{name!r}={record[name]!r} is not an allowed value"]
+        return [error.message]
 
 
 def parse_record(text: str):

@@ -23,6 +23,7 @@ and ``size`` draws independent samples (as the privacy core's sampler does).
 from __future__ import annotations
 
 import numpy as np
+from scipy.special import log_softmax
 
 from dpkit.privpred.clipping import (Denominator, aggregate_logits, aggregate_sensitivity,
                                      clip_and_recenter, restrict_to)
@@ -91,8 +92,7 @@ def token_log_probabilities(logits, clip: float, expected_batch_size: float, tem
                             denominator: Denominator = "expected", allowed=None) -> np.ndarray:
     """Exact log-probabilities of the private-token distribution (for plots and audits)."""
     w = private_log_weights(logits, clip, expected_batch_size, temperature, allowed, denominator)
-    top = np.max(w, axis=-1, keepdims=True)
-    return w - top - np.log(np.sum(np.exp(w - top), axis=-1, keepdims=True))
+    return log_softmax(np.asarray(w, dtype=np.float64), axis=-1)
 
 
 def worst_case_log_ratio(batch_logits, extra_logits, clip: float, expected_batch_size: float,

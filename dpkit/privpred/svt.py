@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from scipy.special import softmax
 
 from dpkit.privpred.clipping import Denominator, _as_array, _check_denominator, _is_torch
 from dpkit.validate import ParameterError, check_positive, check_real
@@ -34,9 +35,7 @@ from dpkit.validate import ParameterError, check_positive, check_real
 def _softmax(z):
     if _is_torch(z):
         return z.double().softmax(-1)
-    top = np.max(z, axis=-1, keepdims=True)
-    e = np.exp(z - top)
-    return e / e.sum(axis=-1, keepdims=True)
+    return softmax(np.asarray(z, dtype=np.float64), axis=-1)
 
 
 def mean_softmax(logits, expected_batch_size: float, denominator: Denominator = "expected"):
