@@ -53,6 +53,8 @@ def test_human_output(capsys):
     (["zcdp", "--rho", "1", "--delta", "0"], "--delta"),
     (["private-prediction", "--tokens", "5", "--batch-size", "0", "--clip", "1", "--temperature", "1",
       "--delta", "1e-6"], "--batch-size"),
+    (["private-prediction", "--tokens", "5", "--batch-size", "0.5", "--clip", "1", "--temperature", "1",
+      "--delta", "1e-6"], "--batch-size"),   # the review: s < 1 was accepted although the library refuses it
     (["private-prediction", "--tokens", "5", "--batch-size", "10", "--clip", "-1", "--temperature", "1",
       "--delta", "1e-6"], "--clip"),
     (["private-prediction", "--tokens", "5", "--batch-size", "10", "--clip", "1", "--temperature", "0",

@@ -2,16 +2,21 @@
 
 import pytest
 
-from dpkit.privacy import (max_private_tokens, per_token_rho, private_prediction_contract, private_prediction_rho,
-                           private_token_contract, svt_contract, zcdp_to_epsilon)
+from dpkit.privacy import (max_private_tokens, per_token_rho, private_prediction_contract,
+                           private_prediction_guarantee, private_prediction_rho, private_token_contract, svt_contract,
+                           token_grid, zcdp_to_epsilon, zcdp_to_epsilon_bun_steinke)
 from dpkit.validate import ParameterError
 
 
 def test_theorem_1_formula():
     r, s, c, tau, sigma = 37, 250, 10.0, 2.0, 0.3
-    expected = r * (0.5 * (c / (s * tau)) ** 2 + 2 / (s * sigma) ** 2)
+    g = token_grid(s, c)   # the exact sampler's grid on the averaged logits: a power of two <= 2^-30 c/s
+    assert g <= 2 ** -30 * c / s < 2 * g
+    expected = r * (0.5 * ((c / s + g) / tau) ** 2 + 2 / (s * sigma) ** 2)
     assert private_prediction_rho(r, s, c, tau, svt_sigma=sigma) == pytest.approx(expected, rel=1e-14)
-    assert private_prediction_rho(r, s, c, tau) == pytest.approx(r * 0.5 * (c / (s * tau)) ** 2, rel=1e-14)
+    assert private_prediction_rho(r, s, c, tau) == pytest.approx(r * 0.5 * ((c / s + g) / tau) ** 2, rel=1e-14)
+    # the grid costs a relative 2^-29 of rho at most: the paper's numbers are unchanged to 9 digits
+    assert private_prediction_rho(r, s, c, tau) == pytest.approx(r * 0.5 * (c / (s * tau)) ** 2, rel=2e-9)
     assert private_prediction_rho(0, s, c, tau) == 0.0
 
 
@@ -36,6 +41,7 @@ def test_max_tokens_is_the_largest_that_fits(eps, sigma):
     (lambda: private_prediction_rho(-1, 250, 10, 2), "tokens"),
     (lambda: private_prediction_rho(1.5, 250, 10, 2), "tokens"),
     (lambda: private_prediction_rho(1, 0, 10, 2), "batch_size"),
+    (lambda: private_prediction_rho(1, 0.5, 10, 2), "batch_size"),   # s >= 1, as the decoder requires
     (lambda: private_prediction_rho(1, 250, -10, 2), "clip"),
     (lambda: private_prediction_rho(1, 250, 10, 0), "temperature"),
     (lambda: private_prediction_rho(1, 250, 10, 2, svt_sigma=0), "svt_sigma"),
@@ -46,3 +52,21 @@ def test_bad_arguments(call, name):
     with pytest.raises(ParameterError) as info:
         call()
     assert info.value.name == name
+
+
+def test_one_guarantee_for_the_pipeline_and_the_cli():
+    from dpkit.privpred.pipeline import PrivatePredictionConfig
+    from dpkit.privpred.sampling import token_epsilon, token_rho
+    from dpkit.privpred.svt import svt_rho
+
+    g = private_prediction_guarantee(40, 1e-5, 16, 2.0, 1.0, 0.5)
+    assert g["rho"] == private_prediction_rho(40, 16, 2.0, 1.0, 0.5)
+    assert g["epsilon"] == zcdp_to_epsilon(g["rho"], 1e-5)
+    assert g["epsilon_bun_steinke"] == zcdp_to_epsilon_bun_steinke(g["rho"], 1e-5)
+    # the decoder-side helpers read the same contracts (one home per accounting fact)
+    assert token_epsilon(2.0, 16, 1.0) == private_token_contract(16, 2.0, 1.0).epsilon
+    assert token_rho(2.0, 16, 1.0) == private_token_contract(16, 2.0, 1.0).rho()
+    assert svt_rho(16, 0.5) == svt_contract(16, 0.5).rho()
+    config = PrivatePredictionConfig(epsilon=3.0, delta=1e-5, expected_batch_size=16, clip=2.0, temperature=1.0)
+    r = config.max_private_tokens()
+    assert config.guarantee() == {**private_prediction_guarantee(r, 1e-5, 16, 2.0, 1.0), "target_epsilon": 3.0}

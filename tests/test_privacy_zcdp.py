@@ -80,3 +80,10 @@ def test_bad_arguments(call, name):
     with pytest.raises(ParameterError) as info:
         call()
     assert info.value.name == name
+
+
+@pytest.mark.parametrize("rho", [1e10, 1e49, 1e50, 1e100, 1e300])
+def test_zcdp_to_delta_saturates_at_one_for_huge_rho(rho):
+    # the review: rho >= 1e50 raised OverflowError (math.exp of a huge log delta); the reference gives 1
+    assert zcdp_to_delta(rho, 1.0) == 1.0
+    assert zcdp_to_delta(rho, 1e6) == 1.0

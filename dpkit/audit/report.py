@@ -105,14 +105,15 @@ def _private_token(contract: Mapping[str, Any]) -> SensitivityCheck:
         a = aggregate_logits(clip_and_recenter(batch, c), s)
         b = aggregate_logits(clip_and_recenter(np.vstack([batch, extra]), c), s)
         worst = max(worst, float(np.abs(b - a).max()))
-    ok = _close(c / s, contract["sensitivity"]) and worst <= c / s + 1e-9
-    method = f"c/s with c={c:g}, s={s:g}; largest change seen on extreme prompts {worst:.6g}"
+    grid = float(p.get("grid") or 0.0)   # the exact sampler's quantization step adds to c/s
+    ok = _close(c / s + grid, contract["sensitivity"]) and worst <= c / s + 1e-9
+    method = f"c/s + grid with c={c:g}, s={s:g}, grid={grid:.3g}; largest change seen on extreme prompts {worst:.6g}"
     if contract.get("kind") == "private_prediction" and p.get("r") is not None and p.get("tau"):
         r, tau, sigma = int(p["r"]), float(p["tau"]), p.get("svt_sigma")
-        rho = r * ((c / (s * tau)) ** 2 / 2 + (2.0 / (s * sigma) ** 2 if sigma else 0.0))  # Theorem 1
+        rho = r * (((c / s + grid) / tau) ** 2 / 2 + (2.0 / (s * sigma) ** 2 if sigma else 0.0))  # Theorem 1
         ok = ok and _close(rho, contract.get("rho") or -1.0)
         method += f"; Theorem 1 rho re-derived: {rho:.6g}"
-    return SensitivityCheck(contract["mechanism"], contract["sensitivity"], c / s, method, ok)
+    return SensitivityCheck(contract["mechanism"], contract["sensitivity"], c / s + grid, method, ok)
 
 
 def _above_threshold(contract: Mapping[str, Any]) -> SensitivityCheck:

@@ -20,7 +20,8 @@ from dpkit.privacy.gaussian import (Gaussian, TextbookGaussian, analytic_sigma, 
 from dpkit.privacy.laplace import Laplace, TextbookLaplace
 from dpkit.privacy.ledger import BudgetExceededError, PrivacyLedger
 from dpkit.privacy.private_prediction import (max_private_tokens, per_token_rho, private_prediction_contract,
-                                              private_prediction_rho, private_token_contract, svt_contract)
+                                              private_prediction_guarantee, private_prediction_rho,
+                                              private_token_contract, svt_contract, token_grid)
 from dpkit.privacy.sparse_vector import AboveThreshold, SparseVectorSession
 from dpkit.privacy.zcdp import (bounded_range_to_zcdp, epsilon_to_zcdp, pure_to_zcdp, zcdp_to_delta,
                                 zcdp_to_epsilon, zcdp_to_epsilon_bun_steinke)
@@ -30,9 +31,9 @@ __all__ = [
     "NEIGHBOURING_RELATIONS", "NoisyTopK", "PrivacyContract", "PrivacyLedger", "SparseVectorSession",
     "TextbookGaussian", "TextbookLaplace", "analytic_sigma", "bernoulli_exp", "bounded_range_to_zcdp",
     "classical_sigma", "default_grid", "discrete_gaussian", "discrete_laplace", "epsilon_to_zcdp",
-    "exact_exponential_sample", "exponential_grid", "gaussian_delta",
-    "gaussian_rho", "gumbel_max_sample", "hash_batch", "hash_partition", "max_private_tokens",
-    "parallel_rho", "per_token_rho", "private_prediction_contract", "private_prediction_rho",
+    "exact_exponential_sample", "exponential_grid", "gaussian_delta", "gaussian_rho", "gumbel_max_sample",
+    "hash_batch", "hash_partition", "max_private_tokens", "parallel_rho", "per_token_rho",
+    "private_prediction_contract", "private_prediction_guarantee", "private_prediction_rho",
     "private_token_contract", "pure_to_zcdp", "sequential_rho", "softmax_sampling_epsilon", "svt_contract",
-    "zcdp_to_delta", "zcdp_to_epsilon", "zcdp_to_epsilon_bun_steinke",
+    "token_grid", "zcdp_to_delta", "zcdp_to_epsilon", "zcdp_to_epsilon_bun_steinke",
 ]

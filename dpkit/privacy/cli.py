@@ -41,7 +41,7 @@ def register(subparsers) -> None:
     mode = pp.add_mutually_exclusive_group(required=True)
     mode.add_argument("--tokens", type=int, help="r: cap on private tokens per batch (>= 0)")
     mode.add_argument("--epsilon", type=float, help="target epsilon > 0 (prints the largest r)")
-    pp.add_argument("--batch-size", type=float, required=True, help="expected batch size s > 0")
+    pp.add_argument("--batch-size", type=float, required=True, help="expected batch size s >= 1")
     pp.add_argument("--clip", type=float, required=True, help="logit clip c > 0")
     pp.add_argument("--temperature", type=float, required=True, help="sampling temperature tau > 0")
     pp.add_argument("--svt-sigma", type=float, default=None, help="sparse-vector noise sigma > 0 (omit: no SVT)")
@@ -92,32 +92,33 @@ def _zcdp_command(args: argparse.Namespace) -> int:
 
 
 def _private_prediction_command(args: argparse.Namespace) -> int:
-    from dpkit.privacy.private_prediction import max_private_tokens, per_token_rho, private_prediction_rho
-    from dpkit.privacy.zcdp import zcdp_to_epsilon, zcdp_to_epsilon_bun_steinke
+    from dpkit.privacy.private_prediction import (check_batch_size, max_private_tokens,
+                                                  private_prediction_guarantee, token_grid)
     from dpkit.validate import check_int, check_positive, check_probability
 
     try:
         delta = check_probability("delta", args.delta)
-        s = check_positive("batch_size", args.batch_size)
+        s = check_batch_size(args.batch_size)
         c = check_positive("clip", args.clip)
         tau = check_positive("temperature", args.temperature)
         sigma = None if args.svt_sigma is None else check_positive("svt_sigma", args.svt_sigma)
-        unit = per_token_rho(s, c, tau, sigma)
         if args.tokens is not None:
             tokens = check_int("tokens", args.tokens, minimum=0)
             target = None
         else:
             target = check_positive("epsilon", args.epsilon)
             tokens = max_private_tokens(target, delta, s, c, tau, sigma)
-        rho = private_prediction_rho(tokens, s, c, tau, sigma)
-        eps = zcdp_to_epsilon(rho, delta)
-        bs = zcdp_to_epsilon_bun_steinke(rho, delta)
+        guarantee = private_prediction_guarantee(tokens, delta, s, c, tau, sigma)
     except ParameterError as error:
         return _fail(error)
+    rho, eps, bs, unit = (guarantee["rho"], guarantee["epsilon"], guarantee["epsilon_bun_steinke"],
+                          guarantee["rho_per_token"])
     result = {"tokens": tokens, "rho": rho, "delta": delta, "epsilon": eps, "epsilon_bun_steinke": bs,
-              "rho_per_token": unit, "batch_size": s, "clip": c, "temperature": tau, "svt_sigma": sigma}
+              "rho_per_token": unit, "batch_size": s, "clip": c, "temperature": tau, "svt_sigma": sigma,
+              "grid": token_grid(s, c)}
     svt = "no sparse vector" if sigma is None else f"sparse vector sigma = {sigma:g}"
     lines = [f"private prediction (Theorem 1, Amin et al.): s = {s:g}, c = {c:g}, tau = {tau:g}, {svt}",
+             f"  logits quantized to the grid {result['grid']:.3g} (adds it to the sensitivity c/s)",
              f"  rho per private token = {unit:.6g}"]
     if target is not None:
         result["epsilon_target"] = target

@@ -242,7 +242,7 @@ class PrivacyContract:
                 return dp_event.DiscreteLaplaceDpEvent(noise_parameter=float(p.get("grid", 1.0)) / p["scale"],
                                                       sensitivity=int(round(steps)))
         if self.kind == "private_prediction" and isinstance(p.get("r"), int):
-            token = dp_event.ZCDpEvent((p["c"] / (p["s"] * p["tau"])) ** 2 / 2.0)
+            token = dp_event.ZCDpEvent(((p["c"] / p["s"] + p.get("grid", 0.0)) / p["tau"]) ** 2 / 2.0)
             parts = [token]
             if p.get("svt_sigma"):
                 parts.append(_pure_event(2.0 / (p["s"] * p["svt_sigma"])))

@@ -1,45 +1,67 @@
-"""Privacy accounting of private prediction (Algorithm 1 of {cite}`amin2024private`).
+"""Privacy accounting of private prediction (Algorithm 1 of {cite}`amin2024private`): the one home.
 
 Neighbouring relation: add/remove one sensitive prompt.  Each private token is
 softmax sampling at temperature tau from the average of s clipped logit
-vectors (sensitivity c/s), i.e. the exponential mechanism at
-epsilon = 2c/(s tau), bounded range: rho = (c/(s tau))^2 / 2 (Lemma 4).
+vectors (sensitivity c/s), i.e. the exponential mechanism.  Release mode
+samples it exactly on logits quantized to the public grid ``token_grid(s, c)``
+(:func:`dpkit.privacy.exact.exact_exponential_sample`), which adds the grid to
+the sensitivity: epsilon = 2 (c/s + grid) / tau, bounded range, so
+rho = ((c/s + grid)/tau)^2 / 2 (Lemma 4; the grid is 2^-30 c/s or less).
 With the sparse vector technique, each private token is preceded by one
 AboveThreshold run on distances of sensitivity 1/s at noise sigma:
 rho = 2/(s sigma)^2 (Lemma 5).  Batches assigned by a function of each prompt
 alone compose in parallel, so r private tokens per batch cost (Theorem 1)
 
-    rho = r * ( (c/(s tau))^2 / 2 + 2/(s sigma)^2 ).
+    rho = r * ( ((c/s + grid)/tau)^2 / 2 + 2/(s sigma)^2 ).
+
+Every other module (the decoder, the pipeline's guarantee, ``dpkit account``,
+the chapters) reads these numbers from here.
 """
 
 from __future__ import annotations
 
 import math
 
-from dpkit.validate import check_int, check_positive, check_probability
+from dpkit.validate import ParameterError, check_int, check_positive, check_probability
 
 from dpkit.privacy.contract import PrivacyContract
-from dpkit.privacy.zcdp import epsilon_to_zcdp, zcdp_to_epsilon
+from dpkit.privacy.exponential import exponential_grid
+from dpkit.privacy.zcdp import epsilon_to_zcdp, zcdp_to_epsilon, zcdp_to_epsilon_bun_steinke
 
 UNIT = "prompt"
 
 
-def private_token_contract(batch_size: float, clip: float, temperature: float) -> PrivacyContract:
-    """Contract of one private token (Lemma 4): bounded range at epsilon = 2c/(s tau)."""
+def check_batch_size(batch_size) -> float:
+    """The expected batch size s: a real number >= 1 (the average of s prompts' logits)."""
     s = check_positive("batch_size", batch_size)
+    if s < 1:
+        raise ParameterError("batch_size", batch_size, "must be >= 1 (the expected number of prompts per batch)")
+    return s
+
+
+def token_grid(batch_size: float, clip: float) -> float:
+    """The public grid the averaged clipped logits are quantized to before a private token is drawn."""
+    return exponential_grid(check_positive("clip", clip) / check_batch_size(batch_size))
+
+
+def private_token_contract(batch_size: float, clip: float, temperature: float) -> PrivacyContract:
+    """Contract of one private token (Lemma 4): bounded range at epsilon = 2 (c/s + grid) / tau."""
+    s = check_batch_size(batch_size)
     c = check_positive("clip", clip)
     tau = check_positive("temperature", temperature)
+    grid = token_grid(s, c)
     return PrivacyContract(
         mechanism="private token (softmax of averaged clipped logits)", neighbouring="add/remove",
-        unit=UNIT, measure="bounded-range", sensitivity=c / s, epsilon=2.0 * c / (s * tau),
-        sensitivity_norm="Linf of the averaged clipped logits",
-        kind="private_token", parameters={"s": s, "c": c, "tau": tau},
-        note=f"exponential mechanism: batch size s={s:g}, clip c={c:g}, temperature tau={tau:g}")
+        unit=UNIT, measure="bounded-range", sensitivity=c / s + grid, epsilon=2.0 * (c / s + grid) / tau,
+        sensitivity_norm="Linf of the averaged clipped logits, quantized",
+        kind="private_token", parameters={"s": s, "c": c, "tau": tau, "grid": grid},
+        note=f"exponential mechanism, exact sampling on logits rounded to {grid:.3g}: batch size s={s:g}, "
+             f"clip c={c:g}, temperature tau={tau:g}")
 
 
 def svt_contract(batch_size: float, svt_sigma: float) -> PrivacyContract:
     """Contract of one sparse-vector run before a private token (Lemma 5): 2/(s sigma)-DP."""
-    s = check_positive("batch_size", batch_size)
+    s = check_batch_size(batch_size)
     sigma = check_positive("svt_sigma", svt_sigma)
     return PrivacyContract(
         mechanism="AboveThreshold (public vs private distance)", neighbouring="add/remove", unit=UNIT,
@@ -59,7 +81,7 @@ def per_token_rho(batch_size: float, clip: float, temperature: float, svt_sigma:
 
 def private_prediction_rho(tokens: int, batch_size: float, clip: float, temperature: float,
                            svt_sigma: float | None = None) -> float:
-    """Theorem 1: rho = r ((c/(s tau))^2 / 2 + 2/(s sigma)^2); no SVT term without ``svt_sigma``."""
+    """Theorem 1: rho = r ((c/s + grid)/tau)^2 / 2 + r 2/(s sigma)^2; no SVT term without ``svt_sigma``."""
     r = check_int("tokens", tokens, minimum=0)
     return r * per_token_rho(batch_size, clip, temperature, svt_sigma)
 
@@ -69,12 +91,13 @@ def private_prediction_contract(tokens: int, batch_size: float, clip: float, tem
     """Contract of a whole run capped at ``tokens`` private tokens per batch (Theorem 1)."""
     rho = private_prediction_rho(tokens, batch_size, clip, temperature, svt_sigma)
     svt = "without SVT" if svt_sigma is None else f"SVT sigma={svt_sigma:g}"
+    grid = token_grid(batch_size, clip)
     return PrivacyContract(
         mechanism="private prediction (Algorithm 1)", neighbouring="add/remove", unit=UNIT, measure="zcdp",
-        sensitivity=clip / batch_size, rho=rho, sensitivity_norm="Linf of the averaged clipped logits",
+        sensitivity=clip / batch_size + grid, rho=rho, sensitivity_norm="Linf of the averaged clipped logits",
         kind="private_prediction",
         parameters={"r": int(tokens), "s": float(batch_size), "c": float(clip), "tau": float(temperature),
-                    "svt_sigma": None if svt_sigma is None else float(svt_sigma)},
+                    "svt_sigma": None if svt_sigma is None else float(svt_sigma), "grid": grid},
         note=f"r={tokens} private tokens per batch, s={batch_size:g}, c={clip:g}, tau={temperature:g}, {svt}; "
              "batches assigned by a function of each prompt alone (parallel composition)")
 
@@ -91,3 +114,17 @@ def max_private_tokens(epsilon: float, delta: float, batch_size: float, clip: fl
     while zcdp_to_epsilon((r + 1) * unit_rho, delta) <= epsilon:
         r += 1
     return r
+
+
+def private_prediction_guarantee(tokens: int, delta: float, batch_size: float, clip: float, temperature: float,
+                                 svt_sigma: float | None = None) -> dict:
+    """A run's guarantee at its cap of ``tokens`` private tokens per batch: rho and epsilon at ``delta``.
+
+    Keys: ``max_private_tokens``, ``rho``, ``rho_per_token``, ``delta``, ``epsilon`` (tight
+    conversion) and ``epsilon_bun_steinke``.  The pipeline and ``dpkit account`` both report this.
+    """
+    delta = check_probability("delta", delta)
+    rho = private_prediction_rho(tokens, batch_size, clip, temperature, svt_sigma)
+    return {"max_private_tokens": int(tokens), "rho": rho,
+            "rho_per_token": per_token_rho(batch_size, clip, temperature, svt_sigma), "delta": delta,
+            "epsilon": zcdp_to_epsilon(rho, delta), "epsilon_bun_steinke": zcdp_to_epsilon_bun_steinke(rho, delta)}

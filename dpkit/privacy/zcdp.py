@@ -122,7 +122,9 @@ def zcdp_to_delta(rho: float, epsilon: float) -> float:
     if rho == 0.0:
         return 0.0
     value, _ = _minimise(lambda t: _log_delta_objective(t, rho, epsilon))
-    return float(min(1.0, math.exp(value)))
+    if not value < 0.0:   # log delta >= 0 (or not finite for huge rho): no guarantee below delta = 1
+        return 1.0
+    return float(math.exp(value))
 
 
 def epsilon_to_zcdp(epsilon: float, delta: float) -> float:

@@ -36,8 +36,8 @@ from typing import Sequence
 
 import numpy as np
 
-from dpkit.privacy import (PrivacyLedger, max_private_tokens, private_prediction_contract, zcdp_to_epsilon,
-                           zcdp_to_epsilon_bun_steinke)
+from dpkit.privacy import (PrivacyLedger, max_private_tokens, private_prediction_contract,
+                           private_prediction_guarantee, zcdp_to_epsilon)
 from dpkit.privpred.batching import Batch, assign_batches
 from dpkit.privpred.decode import DecodeSettings, decode_batch
 from dpkit.privpred.prompts import PromptTemplate
@@ -122,12 +122,12 @@ class PrivatePredictionConfig:
                                            else None)
 
     def guarantee(self) -> dict:
-        """rho, and epsilon at ``delta`` by both conversions of Theorem 1, at the cap."""
-        rho = self.contract().rho()
-        return {"max_private_tokens": self.max_private_tokens(), "rho": rho, "delta": self.delta,
-                "epsilon": zcdp_to_epsilon(rho, self.delta),
-                "epsilon_bun_steinke": zcdp_to_epsilon_bun_steinke(rho, self.delta),
-                "target_epsilon": self.epsilon}
+        """rho, and epsilon at ``delta`` by both conversions of Theorem 1, at the cap (one home:
+        :func:`dpkit.privacy.private_prediction.private_prediction_guarantee`)."""
+        guarantee = private_prediction_guarantee(
+            self.max_private_tokens(), self.delta, self.expected_batch_size, self.clip, self.temperature,
+            self.svt_sigma if self.svt_threshold is not None else None)
+        return {**guarantee, "target_epsilon": self.epsilon}
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -25,8 +25,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import log_softmax
 
-from dpkit.privpred.clipping import (Denominator, aggregate_logits, aggregate_sensitivity,
-                                     clip_and_recenter, restrict_to)
+from dpkit.privacy.private_prediction import private_token_contract
+from dpkit.privpred.clipping import Denominator, aggregate_logits, clip_and_recenter, restrict_to
 from dpkit.validate import ParameterError, check_positive
 
 
@@ -79,13 +79,14 @@ def sample_public_token(public_logits, temperature: float, rng: np.random.Genera
 
 
 def token_epsilon(clip: float, expected_batch_size: float, temperature: float) -> float:
-    """Pure-DP (and bounded-range) epsilon ``2c/(s tau)`` of one private token."""
-    return 2.0 * aggregate_sensitivity(clip, expected_batch_size) / check_positive("temperature", temperature)
+    """Pure-DP (and bounded-range) epsilon ``2(c/s + grid)/tau`` of one private token, read from its one
+    home, :func:`dpkit.privacy.private_prediction.private_token_contract`."""
+    return private_token_contract(expected_batch_size, clip, temperature).epsilon
 
 
 def token_rho(clip: float, expected_batch_size: float, temperature: float) -> float:
-    """zCDP cost ``(c/(s tau))^2 / 2`` of one private token (Lemma 4; eps^2/8 of the bounded range)."""
-    return token_epsilon(clip, expected_batch_size, temperature) ** 2 / 8.0
+    """zCDP cost of one private token (Lemma 4), from :func:`~dpkit.privacy.private_prediction.private_token_contract`."""
+    return private_token_contract(expected_batch_size, clip, temperature).rho()
 
 
 def token_log_probabilities(logits, clip: float, expected_batch_size: float, temperature: float,

@@ -28,6 +28,7 @@ import math
 import numpy as np
 from scipy.special import softmax
 
+from dpkit.privacy.private_prediction import svt_contract
 from dpkit.privpred.clipping import Denominator, _as_array, _check_denominator, _is_torch
 from dpkit.validate import ParameterError, check_positive, check_real
 
@@ -80,10 +81,9 @@ def check_svt_parameters(threshold, sigma):
 
 
 def svt_rho(expected_batch_size: float, sigma: float) -> float:
-    """zCDP cost ``2/(s sigma)^2`` of one AboveThreshold instance (Lemma 5)."""
-    s = check_positive("expected_batch_size", expected_batch_size)
-    sigma = check_positive("svt_sigma", sigma)
-    return 2.0 / (s * sigma) ** 2
+    """zCDP cost ``2/(s sigma)^2`` of one AboveThreshold instance (Lemma 5), read from its one home,
+    :func:`dpkit.privacy.private_prediction.svt_contract`."""
+    return svt_contract(expected_batch_size, sigma).rho()
 
 
 def svt_gate(threshold: float, sigma: float, expected_batch_size: float):
