@@ -106,3 +106,23 @@ def write_results(results_path: str | os.PathLike | None, results: Mapping[str, 
     if results_path:
         atomic_write_text(results_path, json.dumps(payload, indent=2, sort_keys=True))
     return payload
+
+
+def glue(**values: Any) -> dict[str, Any]:
+    """Make a chapter's computed numbers available to its prose (myst-nb ``glue``), not displayed.
+
+    The prose then writes ``{glue:text}`name:.3f``` and always shows what the page
+    computed. numpy scalars are stored as plain Python numbers so that format
+    specifications apply. Outside a book build (myst-nb not installed) nothing is glued.
+    Returns the plain values.
+    """
+    import numpy as np
+
+    plain = {k: (v.item() if isinstance(v, np.generic) else v) for k, v in values.items()}
+    try:
+        from myst_nb import glue as myst_glue
+    except ImportError:  # pragma: no cover - the book extra is not installed
+        return plain
+    for name, value in plain.items():
+        myst_glue(name, value, display=False)
+    return plain

@@ -79,3 +79,34 @@ def test_errata_numbers_are_computed_and_every_glue_reference_is_defined(monkeyp
     used = set(re.findall(r"\{glue:text\}`(\w+)", page))
     assert used and used <= set(glued), f"glued nowhere: {sorted(used - set(glued))}"
     assert glued["pp_actual_at_s"] > glued["pp_bound"] and glued["gauss_bad_delta"] > 1e-6
+
+
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+
+
+def test_chapters_end_with_glued_measurements_and_hide_their_plumbing():
+    """A "What we measured" section closes the chapter; every number in it is glued by the page."""
+    problems = []
+    for path in NOTEBOOKS:
+        cells = nbformat.read(path, as_version=4).cells
+        closing = [i for i, c in enumerate(cells) if c.cell_type == "markdown" and c.source.startswith("## What we measured")]
+        if not closing:
+            continue  # chapters are converted one by one; see the test below for which must be
+        writer = [c for c in cells if c.cell_type == "code" and "write_results" in c.source]
+        if any("remove-cell" not in c.metadata.get("tags", []) for c in writer):
+            problems.append(f"{path.stem}: the results writer is visible")
+        if closing[-1] != len(cells) - 1:
+            problems.append(f"{path.stem}: 'What we measured' is not the last cell")
+        used = set(re.findall(r"\{glue:text\}`(\w+)", cells[closing[-1]].source))
+        code = "\n".join(c.source for c in cells if c.cell_type == "code")
+        glued = set(re.findall(r"^\s+(\w+)=", code, re.M)) & used
+        if not used or used - glued:
+            problems.append(f"{path.stem}: numbers not glued by the page: {sorted(used - glued) or 'none used'}")
+    assert not problems, problems
+
+
+def test_derivation_chapters_have_their_measurements():
+    converted = [p.stem for p in NOTEBOOKS
+                 if any(c.cell_type == "markdown" and c.source.startswith("## What we measured")
+                        for c in nbformat.read(p, as_version=4).cells)]
+    assert {p.stem for p in NOTEBOOKS if p.stem.startswith("dp_")} <= set(converted), converted
