@@ -86,8 +86,15 @@ def _embed(texts: Sequence[str], embedder) -> np.ndarray:
     return np.asarray(embedder.encode([str(t) for t in texts]), dtype=np.float64)
 
 
+def classifier(seed: int = 0):
+    """The project's classifier, unfitted: multinomial logistic regression, C = 1, lbfgs (deterministic)."""
+    from sklearn.linear_model import LogisticRegression
+
+    return LogisticRegression(max_iter=2000, C=1.0, random_state=check_int("seed", seed, minimum=0))
+
+
 def train(texts: Sequence[str], labels: Sequence, *, embedder=None, features=None):
-    """The classifier: a function from embeddings to predicted labels (strings)."""
+    """The classifier fitted on ``texts`` (or their ``features``): a function from embeddings to labels (strings)."""
     labels = [str(y) for y in labels]
     if not labels or (features is None and len(texts) != len(labels)):
         raise ParameterError("labels", f"<{len(labels)} labels>", "must be one per training text, at least one")
@@ -96,19 +103,21 @@ def train(texts: Sequence[str], labels: Sequence, *, embedder=None, features=Non
     if len(classes) == 1:
         only = classes[0]
         return lambda feats: np.array([only] * len(feats), dtype=object)
-    from sklearn.linear_model import LogisticRegression
-
-    model = LogisticRegression(max_iter=2000, C=1.0).fit(x, np.array(labels, dtype=object))
+    model = classifier().fit(x, np.array(labels, dtype=object))
     return lambda feats: model.predict(np.asarray(feats, dtype=np.float64))
 
 
 def evaluate(train_texts: Sequence[str], train_labels: Sequence, test_texts: Sequence[str], test_labels: Sequence,
-             *, embedder=None, test_features=None, n_bootstrap: int = 1000, seed: int = 0) -> dict:
-    """Train on ``train_*``, score on ``test_*`` (see the module docstring). Labels compare as strings."""
+             *, embedder=None, train_features=None, test_features=None, n_bootstrap: int = 1000,
+             seed: int = 0) -> dict:
+    """Train on ``train_*``, score on ``test_*`` (see the module docstring). Labels compare as strings.
+
+    ``train_features`` / ``test_features``: embeddings already computed with the same embedder.
+    """
     test_labels = [str(y) for y in test_labels]
     if not test_labels:
         raise ParameterError("test_labels", test_labels, "must contain at least one labelled test text")
-    predict = train(train_texts, train_labels, embedder=embedder)
+    predict = train(train_texts, train_labels, embedder=embedder, features=train_features)
     x_test = _embed(test_texts, embedder) if test_features is None else test_features
     out = score(test_labels, list(predict(x_test)), n_bootstrap=n_bootstrap, seed=seed)
     values, counts = np.unique([str(y) for y in train_labels], return_counts=True)

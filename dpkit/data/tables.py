@@ -197,3 +197,24 @@ def label_set(labels, declared: str | None = None) -> tuple[str, ...]:
             return (1, 0.0, name)
 
     return tuple(sorted(set(labels), key=key))
+
+
+def load_table_dataset(path: str | os.PathLike, text_column: str | None = None, label_column: str | None = None, *,
+                       test_fraction: float = 0.2, seed: int = 0, max_per_class: int | None = None,
+                       max_documents: int | None = None):
+    """A user's labelled file as a :class:`~dpkit.data.Dataset` (seeded stratified split), for the chapters.
+
+    Read by :func:`read_table` -- the reader of ``dpkit synth`` -- with ``text_column``
+    / ``label_column`` defaulting to ``"text"`` / ``"label"``; texts are cleaned and
+    deduplicated, and classes kept in the order of :func:`label_set`, as every
+    bundled loader does (:func:`dpkit.data.dataset.split_dataset`).
+    """
+    from dpkit.data.dataset import clean_records, split_dataset
+
+    table = read_table(path, text_column or "text", label_column or "label")
+    names = label_set(table.labels)
+    index = {name: k for k, name in enumerate(names)}
+    records = clean_records(zip(table.texts, table.labels))
+    return split_dataset(Path(path).stem, [t for t, _ in records], [index[y] for _, y in records], names,
+                         test_fraction=test_fraction, seed=seed, max_per_class=max_per_class,
+                         max_documents=max_documents)

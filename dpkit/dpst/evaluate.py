@@ -1,8 +1,9 @@
 """Evaluation of privatized texts: similarity, empirical privacy, utility, relative gain.
 
 Following {cite}`meisenbacher2025dpst` (Section 4.3), with small, CPU-sized
-stand-ins for its fine-tuned DeBERTa classifiers: every classifier here is a
-logistic regression on the bundled MiniLM sentence embeddings.
+stand-ins for its fine-tuned DeBERTa classifiers: every classifier here is the
+project's one classifier (:mod:`dpkit.evaluation`), a logistic regression on the
+bundled MiniLM sentence embeddings.
 
 * semantic similarity: cosine between the embeddings of each output and its input;
 * empirical privacy: an attacker predicting the protected attribute (the
@@ -41,14 +42,13 @@ def semantic_similarity(originals: Sequence[str], outputs: Sequence[str], embedd
 
 
 def fit_classifier(features: np.ndarray, labels: Sequence[int], seed: int = 0):
-    """Multinomial logistic regression on embeddings (deterministic given ``seed``)."""
-    from sklearn.linear_model import LogisticRegression
+    """The project's classifier (:func:`dpkit.evaluation.classifier`) fitted on embeddings."""
+    from dpkit.evaluation import classifier
 
     labels = np.asarray(labels)
     if len(np.unique(labels)) < 2:
         raise ParameterError("labels", labels, "need at least two classes")
-    clf = LogisticRegression(max_iter=2000, C=1.0, random_state=check_int("seed", seed, minimum=0))
-    return clf.fit(features, labels)
+    return classifier(check_int("seed", seed, minimum=0)).fit(features, labels)
 
 
 def macro_f1(clf, features: np.ndarray, labels: Sequence[int]) -> float:

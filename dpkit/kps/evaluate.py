@@ -1,7 +1,9 @@
 """Downstream utility: train a classifier on a (synthetic) corpus, test on the real held-out split.
 
-The classifier is a small MLP on frozen sentence embeddings (MiniLM), trained
-full-batch with Adam.  Optional Deep CORAL {cite}`sun2016deep`: the loss gains
+The scores come from the project's one classifier (:mod:`dpkit.evaluation`:
+logistic regression on MiniLM embeddings). For domain adaptation a small MLP on
+the same frozen embeddings is kept, trained full-batch with Adam, with optional
+Deep CORAL {cite}`sun2016deep`: the loss gains
 ``coral_weight * ||C_s - C_t||_F^2 / (4 h^2)``, the distance between the
 covariances of the hidden activations on the training (synthetic) texts and on an
 *unlabeled* client set, which must be disjoint from the test set.  With
@@ -99,17 +101,28 @@ def accuracy(predict, x_test, y_test) -> float:
 
 def evaluate_corpus(train_texts: Sequence[str], train_labels, test_texts: Sequence[str], test_labels,
                     embedder, n_classes: int, *, unlabeled_texts: Sequence[str] | None = None,
-                    coral_weight: float = 1.0, seed: int = 0, test_embeddings=None) -> dict[str, float]:
-    """Accuracy on the real test split of a classifier trained on ``train_texts``.
+                    coral_weight: float = 1.0, seed: int = 0, test_embeddings=None) -> dict:
+    """Scores on the real test split of a classifier trained on ``train_texts``.
 
-    Returns ``{"accuracy": ...}`` and, when ``unlabeled_texts`` are given, also
-    ``"accuracy_coral"`` (same model trained with the CORAL term).
+    ``accuracy``, ``balanced_accuracy``, ``macro_f1`` (and ``intervals``, their 95%
+    bootstrap intervals) come from the project's one classifier,
+    :func:`dpkit.evaluation.evaluate`. With ``unlabeled_texts`` the small MLP is
+    trained twice on the same features, without and with the Deep CORAL term:
+    ``accuracy_mlp`` and ``accuracy_coral`` differ only by that term.
     """
+    from dpkit.evaluation import METRICS, evaluate
+
     x_train = embedder.encode(list(train_texts))
     x_test = embedder.encode(list(test_texts)) if test_embeddings is None else test_embeddings
-    out = {"accuracy": accuracy(train_classifier(x_train, train_labels, n_classes, seed=seed), x_test, test_labels)}
+    scores = evaluate(train_texts, train_labels, test_texts, test_labels, embedder=embedder, train_features=x_train,
+                      test_features=x_test, seed=seed)
+    out = {m: scores[m]["estimate"] for m in METRICS}
+    out["intervals"] = {m: [scores[m]["low"], scores[m]["high"]] for m in METRICS}
+    out["majority_baseline"] = scores["majority_baseline"]
     if unlabeled_texts is not None:
         x_u = embedder.encode(list(unlabeled_texts))
+        plain = train_classifier(x_train, train_labels, n_classes, seed=seed)
+        out["accuracy_mlp"] = accuracy(plain, x_test, test_labels)
         predict = train_classifier(x_train, train_labels, n_classes, x_unlabeled=x_u,
                                    coral_weight=coral_weight, seed=seed)
         out["accuracy_coral"] = accuracy(predict, x_test, test_labels)

@@ -78,9 +78,7 @@ def plan(args: argparse.Namespace) -> Plan:
     records = Records.from_strings(table.texts, table.labels, names, declared=args.labels is not None)
     options = {"delta": delta} if delta is not None else {}
     config = (method.Config.smoke(eps, **options) if args.smoke else method.Config(epsilon=eps, **options))
-    backend = None
-    if args.method != "pp" or args.backend in (None, "local"):
-        backend = get_backend(args.backend or "local", args.model)
+    backend = get_backend(args.backend or "local", args.model)  # pp: local only (checked above); loads lazily
     settings = {"method": args.method, "text_column": args.text_column, "label_column": args.label_column,
                 "labels": list(names) if names is not None else None, "labels_declared": args.labels is not None,
                 "limit": limit, "smoke": bool(args.smoke), "backend": args.backend or "local",

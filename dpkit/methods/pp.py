@@ -23,6 +23,7 @@ from dpkit.methods.base import PrivacyStatement, Records, Release, check_inputs,
 from dpkit.validate import ParameterError, check_int, check_positive, check_probability
 
 NAME = "pp"
+SMOKE_ROWS = 48  # a batch decodes all its prompts at every step: the smoke preset reads at most this many rows
 EMPTY_TEXT = "(empty)"
 STATEMENT = PrivacyStatement(
     neighbouring="add/remove one record",
@@ -35,18 +36,19 @@ STATEMENT = PrivacyStatement(
 )
 
 
-def _templates():
+def generic_template(labelled: bool):
+    """The prompt for a user's own texts: names the label (labelled input) or nothing else."""
     from dpkit.privpred.prompts import PromptTemplate
 
     return {
-        "labelled": PromptTemplate(
+        True: PromptTemplate(
             name="labelled-text",
             user="Here are texts with Label: {label}.\n\nText: {example}\n\nPlease give me another one.",
             public_example="<text with Label: {label}>", answer_prefix="Text:"),
-        "unlabelled": PromptTemplate(
+        False: PromptTemplate(
             name="text", user="Here is a text.\n\nText: {example}\n\nPlease give me another one.",
             public_example="<text>", answer_prefix="Text:"),
-    }
+    }[bool(labelled)]
 
 
 @dataclass(frozen=True)
@@ -95,7 +97,7 @@ class Config:
 
 def template_for(config: Config, labelled: bool):
     if config.template == "auto":
-        return _templates()["labelled" if labelled else "unlabelled"]
+        return generic_template(labelled)
     from dpkit.privpred.prompts import get_template
 
     return get_template(config.template)
