@@ -154,7 +154,7 @@ def test_pipeline_end_to_end_resumes_without_redecoding(lm, tmp_path):
                        n_batches=1, model=lm, run=Run(tmp_path / "untied", params=untied, seed=0), max_batches=1)
     lower = PrivatePredictionConfig(epsilon=3, delta=1e-3, expected_batch_size=3, clip=2, temperature=1.5,
                                     max_new_tokens=5, max_examples_per_batch=1, top_k=20)
-    with pytest.raises(RunMismatchError, match="private_prediction.config"):
+    with pytest.raises(RunMismatchError, match="private_prediction.epsilon: 10 -> 3"):
         generate_synthetic(records, get_template("sentiment"), lower, labels=labels,
                            label_names=["negative", "positive"], n_batches=1, model=lm,
                            run=Run(tmp_path / "untied", params=untied, seed=0), max_batches=1)

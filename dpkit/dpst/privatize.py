@@ -72,13 +72,21 @@ MAX_PARSER_CHARS = 1_000_000  # spaCy's default nlp.max_length: longer texts rai
 BUGS = (None, "raw_text_fallback", "private_neighbourhood")
 
 
-@dataclass
+@dataclass(frozen=True)
 class Prepared:
-    """Private intermediate values of :meth:`DPST.prepare`: never released."""
+    """Private intermediate values of :meth:`DPST.prepare`: never released. Immutable (tuples,
+    a read-only array), so what is privatized is what was prepared."""
 
-    texts: list[str]
-    triples: list[list[str]]
+    texts: tuple
+    triples: tuple
     embeddings: np.ndarray
+
+    def __post_init__(self):
+        object.__setattr__(self, "texts", tuple(self.texts))
+        object.__setattr__(self, "triples", tuple(tuple(t) for t in self.triples))
+        embeddings = np.array(self.embeddings, copy=True)
+        embeddings.setflags(write=False)
+        object.__setattr__(self, "embeddings", embeddings)
 
     def __len__(self) -> int:
         return len(self.texts)

@@ -217,7 +217,7 @@ def generate_synthetic(records: Sequence[str], template: PromptTemplate, config:
         from dpkit.runs import digest
 
         run.bind("private_prediction",
-                 {"config": config.to_dict(), "max_private_tokens": r, "n_batches": n_batches,
+                 {**config.to_dict(), "max_private_tokens": r, "n_batches": n_batches,
                   "max_batches": max_batches, "label_names": list(label_names or []), "template": repr(template)},
                  input_digest=digest({"records": list(records),
                                       "labels": None if labels is None else np.asarray(labels).tolist()}))
