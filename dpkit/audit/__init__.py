@@ -1,7 +1,15 @@
 """Privacy audits: empirical lower bounds on epsilon, with the evidence to rerun them.
 
-* :func:`audit` - the tester: search an output event on half the samples
-  (DP-Sniper style), certify it on the other half with Clopper-Pearson bounds;
+* :func:`audit` - the tester: search output events on half the samples
+  (:mod:`dpkit.audit.families`: thresholds, outcome sets, joint events over
+  columns, DP-Sniper's learned classifiers), certify them on the other half with
+  Clopper-Pearson bounds and a Bonferroni correction;
+* :mod:`dpkit.audit.pairs` - StatDP's input patterns and a pair search with the
+  correction; :mod:`dpkit.audit.power` - samples needed before a run;
+* :mod:`dpkit.audit.classic` and :mod:`dpkit.audit.calibration` - the calibration
+  zoo of classic mechanisms (true epsilon known) and its power / false-positive runs;
+* :mod:`dpkit.audit.accounting` - a saved ledger recomputed with dp_accounting;
+* :mod:`dpkit.audit.pair_loss` - the exact privacy loss of an adapter's pair;
 * :mod:`dpkit.audit.registry` - the auditable mechanisms (``specs()``,
   ``run_audit(name, epsilon, samples, seed)``), each with a worst-case pair;
 * :mod:`dpkit.audit.zoo` - deliberately broken variants the audit must catch;

@@ -1,6 +1,7 @@
 """Cross-check a saved ledger with dp_accounting's RDP and PLD accountants.
 
-Every ledger entry's contract becomes a ``DpEvent`` (:meth:`PrivacyContract.to_dp_event`):
+Every ledger entry's contract becomes a ``DpEvent``
+(:meth:`dpkit.privacy.contract.PrivacyContract.to_dp_event`):
 ``count`` sequential runs are a ``SelfComposedDpEvent``, one run on disjoint
 batches is one event (parallel composition), and the entries compose. Where an
 accountant does not support an event, a substitute with the *same zCDP cost the
@@ -18,7 +19,7 @@ Every substitute satisfies the zCDP cost the ledger charges for that entry, so
 a correct ledger (tight zCDP conversion) can never be *below* the PLD number:
 ``ledger_epsilon >= pld_epsilon`` up to PLD discretisation is the check. The
 RDP accountant on its default order grid is reported beside it (it may be
-above the ledger: its grid is coarse, see :mod:`tests.test_privacy_crosscheck`).
+above the ledger: its default grid of orders is coarse at large orders).
 """
 
 from __future__ import annotations

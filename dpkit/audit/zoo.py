@@ -93,11 +93,11 @@ register(AuditSpec("laplace_half_noise", "privacy core", "Laplace mechanism with
                    correct_twin="laplace", test_samples=20_000))
 register(AuditSpec("kps_vocabulary_half_noise", "DP-KPS", "vocabulary histogram with half the noise",
                    kps_vocabulary_half_noise, broken=True, bug="noise_scale=S/(2 eps_voc)",
-                   correct_twin="kps_vocabulary", test_samples=6_000, max_samples=40_000))
+                   correct_twin="kps_vocabulary", test_samples=2_500, max_samples=10_000))
 register(AuditSpec("kps_dpkde_private_count", "DP-KPS", "DP-KDE with a noise scale computed from the private count",
                    kps_dpkde_private_count, broken=True,
                    bug="noise_scale = appendix_noise_scale(I, eps, n_documents=len(private data))",
-                   correct_twin="kps_dpkde", test_samples=4_000, max_samples=20_000))
+                   correct_twin="kps_dpkde", test_samples=2_500, max_samples=10_000))
 register(AuditSpec("svt_no_query_noise", "privacy core", "AboveThreshold without the query noise",
                    svt_no_query_noise, broken=True, bug="queries compared to the noisy threshold without Laplace(2 sigma)",
                    correct_twin="above_threshold", test_samples=20_000))

@@ -10,7 +10,7 @@ Parameters are data: ``kind`` names the mechanism family in a fixed vocabulary
 (``"laplace"``, ``"gaussian"``, ``"exponential"``, ``"above_threshold"``,
 ``"private_token"``, ...) and ``parameters`` holds the numbers it was built
 with (``scale``, ``S``, ``c``, ``s``, ``tau``...), so nothing downstream has
-to read them back out of the human-readable ``note``.  :meth:`to_dp_event`
+to read them back out of the human-readable ``note``.  :meth:`PrivacyContract.to_dp_event`
 turns a contract into a dp_accounting ``DpEvent`` for an independent
 accountant.
 """
