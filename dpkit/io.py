@@ -3,7 +3,7 @@
 Guarantees:
 
 * :func:`atomic_write_text` / :func:`atomic_write_bytes` / :func:`atomic_path`
-  never leave a half-written target: the data go to a temporary file in the
+  (and :func:`atomic_folder` for a whole folder) never leave a half-written target: the data go to a temporary file in the
   same folder (``.tmp-*``), are flushed and fsynced, then renamed over the
   target (``os.replace`` is atomic on POSIX). A crash leaves either the old
   file or the new one, plus at most a stray ``.tmp-*`` file
@@ -52,6 +52,35 @@ def atomic_path(path: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
+        raise
+    _fsync_dir(path.parent)
+
+
+@contextlib.contextmanager
+def atomic_folder(path: str | os.PathLike, *, replace: bool = False) -> Iterator[Path]:
+    """Yield a staging folder beside ``path``; on success its files are fsynced and it is renamed to ``path``.
+
+    ``replace=False`` refuses an existing ``path`` (ParameterError); ``replace=True``
+    removes it just before the rename. On an exception the staging folder is removed.
+    """
+    import shutil
+
+    path = Path(path)
+    if path.exists() and not replace:
+        raise ParameterError("path", str(path), "already exists; it is written once")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX, dir=path.parent))
+    try:
+        yield staging
+        for file in staging.rglob("*"):
+            if file.is_file():
+                with open(file, "rb") as handle:
+                    os.fsync(handle.fileno())
+        if path.exists():
+            shutil.rmtree(path)
+        os.replace(staging, path)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
         raise
     _fsync_dir(path.parent)
 

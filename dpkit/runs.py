@@ -193,6 +193,41 @@ def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
 
+def _verify_checksums(root: Path, manifest: Mapping[str, Any]) -> None:
+    checksums = manifest.get("checksums") or {}
+    if not isinstance(checksums, Mapping):
+        raise RunCorruptError("manifest.json", "checksums", "must be a mapping")
+    if "ledger" in checksums and digest(manifest.get("ledger")) != checksums["ledger"]:
+        raise RunCorruptError("manifest.json", "ledger", "does not match its checksum: the privacy ledger was edited")
+    for name, expected in checksums.items():
+        if name == "ledger":
+            continue
+        path = root / name
+        if not path.is_file():
+            raise RunCorruptError(name, "<missing>", "is listed in the manifest's checksums but missing")
+        if _sha256(path.read_bytes()) != expected:
+            raise RunCorruptError(name, "<changed>", "does not match its checksum: the file was edited "
+                                  "or damaged; the run cannot be resumed safely")
+
+
+def verify_folder(path: str | os.PathLike) -> dict:
+    """Check a run folder without writing to it; returns its manifest.
+
+    Raises :class:`RunCorruptError` when the manifest is unreadable or a checksummed
+    file (ledger, seeds, tracked release files) does not match.
+    """
+    manifest_path = Path(path) / "manifest.json"
+    try:
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise RunCorruptError("manifest.json", str(manifest_path),
+                              f"is missing or not valid JSON ({type(error).__name__})") from None
+    if not isinstance(manifest, dict):
+        raise RunCorruptError("manifest.json", str(manifest_path), "is not a dpkit run manifest")
+    _verify_checksums(Path(path), manifest)
+    return manifest
+
+
 # ---------------------------------------------------------------------- lock
 _HELD: dict[str, tuple[int, "Run"]] = {}
 _HELD_LOCK = threading.Lock()
@@ -461,22 +496,21 @@ class Run:
             raise RunCorruptError("private/input_digest.json", str(path), "is unreadable") from None
 
     def _verify(self, manifest: Mapping[str, Any]) -> None:
-        checksums = manifest.get("checksums") or {}
-        if not isinstance(checksums, Mapping):
-            raise RunCorruptError("manifest.json", "checksums", "must be a mapping")
-        ledger = manifest.get("ledger")
-        if "ledger" in checksums and digest(ledger) != checksums["ledger"]:
-            raise RunCorruptError("manifest.json", "ledger",
-                                  "does not match its checksum: the privacy ledger was edited")
-        for name, expected in checksums.items():
-            if name == "ledger":
-                continue
-            path = self.path / name
-            if not path.is_file():
-                raise RunCorruptError(name, "<missing>", "is listed in the manifest's checksums but missing")
-            if _sha256(path.read_bytes()) != expected:
-                raise RunCorruptError(name, "<changed>", "does not match its checksum: the file was edited "
-                                      "or damaged; the run cannot be resumed safely")
+        _verify_checksums(self.path, manifest)
+
+    def track(self, folder: str | os.PathLike) -> None:
+        """Record the checksums of the files in ``folder`` (e.g. a release written beside the run).
+
+        They are verified whenever the run is reopened (and by :func:`verify_folder`).
+        """
+        folder = Path(folder)
+        if not folder.is_dir():
+            raise ParameterError("folder", str(folder), "must be an existing folder")
+        self._check_open()
+        checksums = self.manifest.setdefault("checksums", {})
+        for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+            checksums[os.path.relpath(path, self.path)] = _sha256(path.read_bytes())
+        self._write_manifest()
 
     def _replay_all(self) -> None:
         if not self.seeds_dir.is_dir():

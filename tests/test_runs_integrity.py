@@ -209,3 +209,23 @@ def test_a_bound_component_refuses_another_configuration_or_input(tmp_path):
     with pytest.raises(RunMismatchError, match="pipeline.input"):
         again.bind("pipeline", {"epsilon": 6.0, "r": 6}, input_digest=digest(["a", "c"]))
     assert digest(["a", "b"]) not in (tmp_path / "manifest.json").read_text()
+
+
+def test_tracked_files_beside_the_run_are_verified_without_writing(tmp_path):
+    from dpkit.runs import verify_folder
+
+    release = tmp_path / "release"
+    release.mkdir()
+    (release / "synthetic.jsonl").write_text('{"text": "a"}\n')
+    run = Run(tmp_path / "private", params={})
+    run.track(release)
+    run.finish()
+    run.close()
+    before = (tmp_path / "private" / "manifest.json").read_text()
+    assert "../release/synthetic.jsonl" in verify_folder(tmp_path / "private")["checksums"]
+    assert (tmp_path / "private" / "manifest.json").read_text() == before
+    (release / "synthetic.jsonl").write_text('{"text": "b"}\n')
+    with pytest.raises(RunCorruptError, match="release/synthetic.jsonl"):
+        verify_folder(tmp_path / "private")
+    with pytest.raises(RunCorruptError, match="release/synthetic.jsonl"):
+        Run(tmp_path / "private", params={})

@@ -125,6 +125,9 @@ def test_release_layout_resume_and_mismatch(tmp_path, capsys, fake):
     assert synth(out, "--seed", "3") == 2
     assert "randomness mode" in capsys.readouterr().err
     assert snapshot(out) == before
+    (out / "release" / "synthetic.jsonl").write_text('{"text": "edited", "label": "billing"}\n')
+    assert synth(out) == 2                  # the folder checks itself: an edited release is refused
+    assert "release/synthetic.jsonl" in capsys.readouterr().err
 
 
 def test_interrupted_run_resumes_without_new_noise(tmp_path, monkeypatch):

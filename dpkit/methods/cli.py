@@ -110,6 +110,7 @@ def execute(p: Plan, out) -> tuple[object, str]:
     release = replace(release, reproducible=p.seed is not None)
     if not release_dir.exists():
         write_release(release_dir, release, p.settings)
+    run.track(release_dir)          # verified whenever the folder is opened again
     seconds = time.perf_counter() - start
     timings = dict(run.manifest.get("timings", {}))
     timings[f"session_{run.manifest.get('resumes', 0)}_seconds"] = round(seconds, 3)

@@ -14,7 +14,6 @@ file is a :class:`~dpkit.validate.ParameterError` naming what differs.
 from __future__ import annotations
 
 import datetime as _dt
-import hashlib
 import json
 import os
 from pathlib import Path
@@ -26,11 +25,9 @@ NEW, RESUME, DONE = "new", "resume", "done"
 
 def file_digest(path: str | os.PathLike) -> str:
     """SHA-256 of a file's bytes (kept in ``private/`` only)."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    from dpkit.runs import file_digest as digest_of_file
+
+    return digest_of_file(path)
 
 
 def paths(out: str | os.PathLike) -> tuple[Path, Path, Path]:
@@ -80,6 +77,9 @@ def folder_state(out: str | os.PathLike, params: dict, seed: int | None) -> str:
                              "would mix two runs. It differs in: " + "; ".join(changes)
                              + ". Use a new folder, or delete this one to start over")
     if manifest.get("status") == "complete" and release.is_dir():
+        from dpkit.runs import verify_folder
+
+        verify_folder(private)      # a finished run's release and ledger still match their checksums
         return DONE
     return RESUME
 

@@ -19,10 +19,9 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import tempfile
 from pathlib import Path
 
+from dpkit.io import atomic_folder
 from dpkit.methods.base import Release
 from dpkit.validate import ParameterError
 
@@ -110,19 +109,10 @@ def write_release(folder: str | os.PathLike, release: Release, settings: dict) -
     if folder.exists():
         raise ParameterError("release folder", str(folder), "already exists; a release is written once")
     public = public_configuration(release, settings)
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".release-", dir=folder.parent))
-    try:
+    with atomic_folder(folder) as tmp:
         with open(tmp / "synthetic.jsonl", "w", encoding="utf-8") as handle:
             for record in release.records:
                 handle.write(json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n")
         (tmp / "privacy_report.md").write_text(privacy_report(release, public), encoding="utf-8")
         (tmp / "config.json").write_text(json.dumps(public, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-        for name in RELEASE_FILES:
-            with open(tmp / name, "rb") as handle:
-                os.fsync(handle.fileno())
-        os.replace(tmp, folder)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return folder

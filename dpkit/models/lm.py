@@ -9,9 +9,6 @@ machine with a GPU it is used automatically.
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
 from functools import lru_cache
 from pathlib import Path
 from typing import Sequence, Union
@@ -19,6 +16,7 @@ from typing import Sequence, Union
 import torch
 
 from dpkit import runtime
+from dpkit.io import atomic_folder
 from dpkit.models.packages import SMOLLM2_GGUF, smollm2_gguf
 from dpkit.validate import ParameterError, check_int, check_positive
 
@@ -46,12 +44,9 @@ def prepare_bundled_lm(force: bool = False) -> Path:
     # The weights are de-quantized to float32 on load; drop the GGUF marker so they can be saved.
     model.hf_quantizer = None
     model.config.__dict__.pop("quantization_config", None)
-    staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=target.parent))
-    model.save_pretrained(staging)
-    tokenizer.save_pretrained(staging)
-    if target.exists():
-        shutil.rmtree(target)
-    os.replace(staging, target)
+    with atomic_folder(target, replace=True) as staging:
+        model.save_pretrained(staging)
+        tokenizer.save_pretrained(staging)
     return target
 
 
