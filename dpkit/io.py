@@ -121,11 +121,13 @@ def remove_stale_temporaries(folder: str | os.PathLike) -> list[Path]:
 
 
 def to_jsonable(value: Any, *, nonfinite: str = "error",
-                hook: Callable[[Any], Any] | None = None) -> Any:
+                hook: Callable[[Any], Any] | None = None, strict: bool = True) -> Any:
     """A JSON-ready copy of ``value`` (dicts, lists, strings, numbers, booleans, None).
 
     ``hook(value)`` may return a replacement for values it handles, or ``None``
     to let the default rules apply (used by :mod:`dpkit.runs` to tag marks).
+    ``strict=False`` returns other objects unchanged instead of raising (for
+    display, e.g. an audit's outcomes).
     """
     if nonfinite not in NONFINITE:
         raise ParameterError("nonfinite", nonfinite, f"must be one of {list(NONFINITE)}")
@@ -159,6 +161,8 @@ def to_jsonable(value: Any, *, nonfinite: str = "error",
                 return convert(v.tolist())
         if hasattr(v, "to_dict"):
             return convert(v.to_dict())
+        if not strict:
+            return v
         raise ParameterError("value", type(v).__name__,
                              "must be JSON-serializable (dicts, lists, strings, numbers, arrays)")
 

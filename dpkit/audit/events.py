@@ -12,25 +12,19 @@ an audit must never "pass" one.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Mapping
+from typing import Callable
 
 import numpy as np
 
+from dpkit.io import to_jsonable
 from dpkit.validate import ParameterError
 
 __all__ = ["check_outputs", "numeric_matrix", "SetEvent", "FeatureEvent", "jsonable"]
 
 
 def jsonable(value):
-    if isinstance(value, Mapping):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, (tuple, list)):
-        return [jsonable(v) for v in value]
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
+    """A JSON-ready copy for records and display (:func:`dpkit.io.to_jsonable`, other objects kept)."""
+    return to_jsonable(value, nonfinite="string", strict=False)
 
 
 def check_outputs(outputs: np.ndarray, name: str) -> np.ndarray:
