@@ -41,7 +41,7 @@ def audit_pairs(mechanism, pairs: dict, *, samples: int, rng, search_samples: in
                 **audit_kwargs):
     """Search ``pairs`` on a small budget, then audit the best ``top`` on fresh samples.
 
-    Each pair is audited with ``search_samples`` (default ``samples // 10``,
+    Each pair is audited with ``search_samples`` (default ``samples // 5``,
     at least 1,000) per dataset; the ``top`` pairs with the largest search bounds
     are audited again with ``samples`` fresh draws and the Bonferroni factor
     ``top`` (times the families inside each audit), so the best of them is a
@@ -55,7 +55,7 @@ def audit_pairs(mechanism, pairs: dict, *, samples: int, rng, search_samples: in
         raise ParameterError("pairs", pairs, "must name at least one (d0, d1) pair")
     top = check_int("top", top, minimum=1)
     samples = check_int("samples", samples, minimum=20)
-    search_samples = max(1_000, samples // 10) if search_samples is None else check_int("search_samples",
+    search_samples = max(1_000, samples // 5) if search_samples is None else check_int("search_samples",
                                                                                           search_samples, minimum=20)
     quiet = dict(audit_kwargs, claimed_epsilon=None)
     if quiet.get("families", "auto") == "auto":  # the search skips the slowest learner
