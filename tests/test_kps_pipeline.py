@@ -5,7 +5,7 @@ import hashlib
 import numpy as np
 import pytest
 
-from dpkit.kps.pipeline import KPSConfig, fit_kps, ledger_pure_epsilon
+from dpkit.kps.pipeline import KPSConfig, fit_kps
 from dpkit.validate import ParameterError
 
 
@@ -33,7 +33,7 @@ NAMES = ["cardio", "dental", "ortho"]
 def test_ledger_records_eps_voc_plus_eps_kde(method, ensemble):
     cfg = KPSConfig(eps_voc=1.0, eps_kde=5.0, S=3, N=8, L=4, method=method, ensemble=ensemble, n_features=64)
     model = fit_kps(TEXTS, LABELS, NAMES, VOCAB, HashEmbedder(), cfg, np.random.default_rng(0))
-    assert ledger_pure_epsilon(model.ledger) == pytest.approx(6.0) == model.epsilon
+    assert model.ledger.pure_epsilon() == pytest.approx(6.0) == model.epsilon
     members = 1 if method == "independent" else (4 if ensemble == "linear" else 2)
     assert model.ledger.rho == pytest.approx(0.5 + members * (5.0 / members) ** 2 / 2)
     assert all(e["groups"] == 3 for e in model.ledger.entries[1:])  # per-class parallel composition
@@ -81,7 +81,7 @@ def test_class_without_documents_gets_the_mechanism_on_zero_documents(method):
     terms_a, sketch_a = _releases(empty)
     terms_b, sketch_b = _releases(termless)
     assert terms_a == terms_b and np.array_equal(sketch_a, sketch_b)
-    assert ledger_pure_epsilon(empty.ledger) == pytest.approx(3.0)
+    assert empty.ledger.pure_epsilon() == pytest.approx(3.0)
     assert len(empty.sequences(2, 4, np.random.default_rng(0))) == 4
     assert "empty_class" in cfg.public_rules() and "long_document" in cfg.public_rules()
 
@@ -106,7 +106,7 @@ def test_chapter_ledger_adds_the_releases_made_on_the_same_data():
     for eps_kde, method in ((2.0, "independent"), (5.0, "iterative")):
         cfg = KPSConfig(eps_voc=1.0, eps_kde=eps_kde, S=3, N=6, L=3, method=method, n_features=32)
         record_release(chapter, fit_kps(TEXTS, LABELS, NAMES, VOCAB, HashEmbedder(), cfg, np.random.default_rng(0)))
-    assert ledger_pure_epsilon(chapter) == pytest.approx(3.0 + 6.0)
+    assert chapter.pure_epsilon() == pytest.approx(3.0 + 6.0)
 
 
 def test_sketches_are_summed_in_float64_before_the_noise():

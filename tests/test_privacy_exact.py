@@ -10,8 +10,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from dpkit.privacy import (Exponential, Gaussian, Laplace, NoisyTopK, TextbookLaplace, bernoulli_exp,
-                           discrete_gaussian, discrete_laplace, exact_exponential_sample)
+from dpkit.privacy import (Exponential, Gaussian, Laplace, NoisyTopK, TextbookGaussian, TextbookLaplace,
+                           bernoulli_exp, discrete_gaussian, discrete_laplace, exact_exponential_sample,
+                           unreachable_fraction)
 from dpkit.privacy.exact import _error_bound, _eta, default_grid, quantize, rational_at_least
 from dpkit.validate import ParameterError
 
@@ -186,29 +187,15 @@ def test_gaussian_release_mode_is_discrete_on_the_grid():
         g.release(np.zeros(5), np.random.default_rng())
 
 
-def _unreachable_fraction(outputs: np.ndarray, shift: float) -> float:
-    """The review's low-bit test: outputs y of mech(0) that no x gives as fl(shift + x) in a +-8 ulp window."""
-    bad = 0
-    for y in outputs:
-        x = y - shift
-        candidates = [x]
-        lo = hi = x
-        for _ in range(8):
-            lo, hi = np.nextafter(lo, -np.inf), np.nextafter(hi, np.inf)
-            candidates += [lo, hi]
-        bad += not any(c + shift == y for c in candidates)
-    return bad / len(outputs)
-
-
 def test_float_leak_reproducer_finds_no_leak_on_release_mode():
     """Review scripts/float_leaks.py: ~43% of textbook outputs are impossible under the neighbour; 0% exact."""
     rng = np.random.default_rng(9)
-    textbook = TextbookLaplace(1.0, epsilon=1.0).release(np.array(0.0), rng, size=2000)
-    assert _unreachable_fraction(textbook, 1.0) > 0.3
+    for textbook in (TextbookLaplace(1.0, epsilon=1.0), TextbookGaussian(1.0, sigma=1.0)):
+        assert unreachable_fraction(textbook.release(np.array(0.0), rng, size=2000), 1.0) > 0.3
     for mech in (Laplace(1.0, epsilon=1.0), Gaussian(1.0, sigma=1.0),
                  Laplace(1.0, epsilon=1.0, dimension=1), Gaussian(1.0, sigma=1.0, dimension=1)):
         outputs = mech.release(np.array(0.0), rng, size=2000)
-        assert _unreachable_fraction(outputs, 1.0) == 0.0
+        assert unreachable_fraction(outputs, 1.0) == 0.0
 
 
 def test_audit_at_full_float_resolution_passes_on_release_mode_laplace():

@@ -126,3 +126,20 @@ def test_parallel_groups_and_partition_keys():
         hash_partition("one string", 3)
     with pytest.raises(ParameterError, match="key"):
         hash_partition(["a"], 3, key="label")
+
+
+def test_pure_epsilon_is_basic_composition_through_the_composition_module():
+    from dpkit.privacy import NoisyTopK
+    from dpkit.privacy.composition import sequential_epsilon, sequential_rho
+
+    ledger = PrivacyLedger()
+    ledger.spend(Laplace(1.0, epsilon=0.3, unit="document").contract, "histogram", count=2)
+    ledger.spend_parallel(Exponential(1.0, 0.5, unit="document").contract, "per-class pick", groups=7)
+    ledger.spend(NoisyTopK(1.0, 0.4, k=2, unit="document").contract, "top-2")   # zCDP contract, pure epsilon 0.4
+    assert ledger.pure_epsilon() == sequential_epsilon([0.3, 0.3, 0.5, 0.4]) == pytest.approx(1.5)
+    assert ledger.rho == sequential_rho(e["rho"] for e in ledger.entries)
+    assert ledger.entries[1]["rho"] == Exponential(1.0, 0.5).contract.rho()   # parallel: one batch's cost
+    ledger.spend(Gaussian(1.0, epsilon=1.0, delta=1e-6, unit="document").contract, "gaussian")
+    with pytest.raises(ParameterError, match="gaussian"):
+        ledger.pure_epsilon()
+    assert PrivacyLedger().pure_epsilon() == 0.0

@@ -242,8 +242,7 @@ def checklist(ledger_data: Mapping[str, Any], params: Mapping[str, Any] | None =
     else:
         statement = f"rho = {ledger.rho:.6g} zCDP under {ledger.neighbouring} of one {ledger.unit} (no delta given)"
     if set(measures) <= {"pure"}:
-        pure_total = sum(e["count"] * e["contract"]["epsilon"] for e in entries)
-        statement += f"; also {pure_total:.4g}-DP (pure) by basic composition"
+        statement += f"; also {ledger.pure_epsilon():.4g}-DP (pure) by basic composition"
     parallel = [e["label"] for e in entries if e["composition"] == "parallel"]
     assumptions = ("parallel composition for " + ", ".join(parallel) +
                    ": each record's group must be a function of that record alone (hashing, or its label)"

@@ -27,13 +27,6 @@ from dpkit.privacy import PrivacyLedger
 from dpkit.validate import ParameterError, check_int
 
 
-def pure_total(ledger: PrivacyLedger) -> float:
-    """Basic composition of the ledger's pure entries (parallel entries count once)."""
-    from dpkit.kps.pipeline import ledger_pure_epsilon
-
-    return ledger_pure_epsilon(ledger)
-
-
 class ChapterLedger:
     """The ledgers of all releases a chapter makes on one private data set (see the module docstring)."""
 
@@ -60,11 +53,11 @@ class ChapterLedger:
 
     def totals(self) -> dict[str, float]:
         """Per relation: the total pure epsilon (delta = 0) over the releases it covers."""
-        any_pair = pure_total(self.document_variant)
+        any_pair = self.document_variant.pure_epsilon()
         if any(r["variant"] == "neighbourhood" for r in self.releases):
             any_pair_all = float("inf")
         else:
             any_pair_all = any_pair
         return {"document_variant_any_two_documents": any_pair,
-                "all_releases_narrow_relation": pure_total(self.all_releases),
+                "all_releases_narrow_relation": self.all_releases.pure_epsilon(),
                 "all_releases_any_two_documents": any_pair_all}

@@ -6,7 +6,7 @@ generated texts) or uses no private data at all (the "only LLM" baseline).
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from typing import Sequence
 
 import numpy as np
 
@@ -100,12 +100,6 @@ def split_client(texts: Sequence[str], labels, rng: np.random.Generator, fractio
     return ({"texts": [texts[i] for i in client]},
             {"texts": [texts[i] for i in test], "labels": labels[test]})
 
-
-def describe_ledger(model: KPSModel) -> Mapping[str, float]:
-    """The guarantee at the configured caps: pure epsilon (basic composition) and the ledger's zCDP rho."""
-    from dpkit.kps.pipeline import ledger_pure_epsilon
-
-    return {"epsilon": ledger_pure_epsilon(model.ledger), "rho": model.ledger.rho, "delta": 0.0}
 
 
 def record_release(chapter_ledger, model: KPSModel) -> None:

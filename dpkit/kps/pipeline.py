@@ -219,14 +219,3 @@ def _single_kde(docs: list[list[int]], embeddings: np.ndarray, config: KPSConfig
         exact = kde_sketch(embeddings[ids], features, weights)
     return privatize_sketch(exact, features, config.eps_kde, rng, document_weight=1.0,
                             label="independent, per_document=mean")
-
-
-def ledger_pure_epsilon(ledger: PrivacyLedger) -> float:
-    """Sum of the pure epsilons recorded in ``ledger`` (parallel entries count once): basic composition."""
-    total = 0.0
-    for entry in ledger.entries:
-        contract = entry["contract"]
-        if contract["measure"] != "pure":
-            raise ParameterError("ledger", entry["label"], "holds a non-pure entry; use ledger.epsilon(delta)")
-        total += entry["count"] * contract["epsilon"]
-    return total

@@ -15,6 +15,7 @@ from dpkit.privacy.exact import (bernoulli_exp, default_grid, discrete_gaussian,
                                  exact_exponential_sample)
 from dpkit.privacy.exponential import (Exponential, NoisyTopK, exponential_grid, gumbel_max_sample,
                                        softmax_sampling_epsilon)
+from dpkit.privacy.float_leak import unreachable_fraction
 from dpkit.privacy.gaussian import (Gaussian, TextbookGaussian, analytic_sigma, classical_sigma, gaussian_delta,
                                     gaussian_rho)
 from dpkit.privacy.laplace import Laplace, TextbookLaplace
@@ -35,5 +36,5 @@ __all__ = [
     "hash_batch", "hash_partition", "max_private_tokens", "parallel_rho", "per_token_rho",
     "private_prediction_contract", "private_prediction_guarantee", "private_prediction_rho",
     "private_token_contract", "pure_to_zcdp", "sequential_rho", "softmax_sampling_epsilon", "svt_contract",
-    "token_grid", "zcdp_to_delta", "zcdp_to_epsilon", "zcdp_to_epsilon_bun_steinke",
+    "token_grid", "unreachable_fraction", "zcdp_to_delta", "zcdp_to_epsilon", "zcdp_to_epsilon_bun_steinke",
 ]

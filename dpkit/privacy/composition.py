@@ -1,6 +1,7 @@
 """Sequential and parallel composition, and batch assignment that allows the latter.
 
-Sequential: mechanisms run on the same data add their zCDP costs.
+Sequential: mechanisms run on the same data add their zCDP costs (and, by
+basic composition, their pure epsilons).
 Parallel: a mechanism run separately on disjoint batches costs as much as one
 run, provided each record's batch is a function of that record alone (adding
 or removing a record then changes exactly one batch and leaves the others
@@ -11,6 +12,7 @@ or by sorting the whole dataset breaks this: one record can move many others.
 from __future__ import annotations
 
 import hashlib
+import math
 from typing import Callable, Iterable, Sequence
 
 import numpy as np
@@ -19,13 +21,24 @@ from dpkit.validate import ParameterError, check_int, check_positive
 
 
 def sequential_rho(rhos: Iterable[float]) -> float:
-    """zCDP cost of running every mechanism on the same data: the sum."""
-    return float(sum(check_positive(f"rhos[{i}]", r, allow_zero=True) for i, r in enumerate(rhos)))
+    """zCDP cost of running every mechanism on the same data: the (exactly rounded) sum."""
+    return float(math.fsum(check_positive(f"rhos[{i}]", r, allow_zero=True) for i, r in enumerate(rhos)))
 
 
 def parallel_rho(rhos: Iterable[float]) -> float:
     """zCDP cost of mechanisms run on disjoint record-determined batches: the maximum."""
     values = [check_positive(f"rhos[{i}]", r, allow_zero=True) for i, r in enumerate(rhos)]
+    return float(max(values)) if values else 0.0
+
+
+def sequential_epsilon(epsilons: Iterable[float]) -> float:
+    """Pure epsilon of running epsilon_i-DP mechanisms on the same data (basic composition): the sum."""
+    return float(math.fsum(check_positive(f"epsilons[{i}]", e, allow_zero=True) for i, e in enumerate(epsilons)))
+
+
+def parallel_epsilon(epsilons: Iterable[float]) -> float:
+    """Pure epsilon of mechanisms run on disjoint record-determined batches: the maximum."""
+    values = [check_positive(f"epsilons[{i}]", e, allow_zero=True) for i, e in enumerate(epsilons)]
     return float(max(values)) if values else 0.0
 
 

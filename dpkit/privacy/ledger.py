@@ -1,7 +1,9 @@
 """A privacy ledger: every mechanism a pipeline runs, its cost, and the total.
 
-Costs compose in zCDP (sequential: rho adds; parallel over disjoint batches
-assigned by a function of each record alone: one batch's cost).  Approximate
+Costs compose in zCDP through :mod:`dpkit.privacy.composition` (sequential:
+rho adds; parallel over disjoint batches assigned by a function of each record
+alone: one batch's cost).  :meth:`PrivacyLedger.pure_epsilon` composes the pure
+epsilons of the same entries by basic composition.  Approximate
 (epsilon, delta) contracts, which have no zCDP cost, add by basic composition
 and are combined with the zCDP part at the end.  A ledger with a budget
 refuses, before anything is recorded, a spend that would exceed it.  All
@@ -19,6 +21,7 @@ from typing import Any, Iterable
 
 from dpkit.validate import ParameterError, check_int, check_positive, check_probability
 
+from dpkit.privacy.composition import parallel_epsilon, parallel_rho, sequential_epsilon, sequential_rho
 from dpkit.privacy.contract import PrivacyContract
 from dpkit.privacy.zcdp import zcdp_to_epsilon
 
@@ -44,8 +47,26 @@ class PrivacyLedger:
     # -- totals ------------------------------------------------------------
     @property
     def rho(self) -> float:
-        """Total zCDP cost of the zCDP-measurable entries."""
-        return float(math.fsum(e["rho"] for e in self.entries))
+        """Total zCDP cost of the zCDP-measurable entries (sequential composition of the entries)."""
+        return sequential_rho(e["rho"] for e in self.entries)
+
+    def pure_epsilon(self) -> float:
+        """Total pure epsilon by basic composition: entries add, a parallel entry counts as one run.
+
+        Every entry must carry a pure guarantee (measure pure or bounded range, or a
+        zCDP contract that also states an epsilon with delta 0, such as NoisyTopK);
+        otherwise ParameterError names the entry (use :meth:`epsilon` at a delta).
+        """
+        per_entry = []
+        for e in self.entries:
+            c = e["contract"]
+            if c["epsilon"] is None or c["measure"] == "approx" or c["delta"]:
+                raise ParameterError("ledger", e["label"], "holds an entry without a pure epsilon "
+                                     f"(measure {c['measure']!r}); use ledger.epsilon(delta)")
+            one = c["epsilon"]
+            per_entry.append(parallel_epsilon([one] * e["groups"]) if e["composition"] == "parallel"
+                             else sequential_epsilon([one] * e["count"]))
+        return sequential_epsilon(per_entry)
 
     @property
     def approx_epsilon(self) -> float:
@@ -122,7 +143,8 @@ class PrivacyLedger:
         if self.entries and contract.unit != self.unit:
             raise ParameterError("contract", contract.unit, f"unit of privacy differs from the ledger's {self.unit!r}")
         approx = contract.measure == "approx"
-        rho = 0.0 if approx else count * contract.rho()
+        one = 0.0 if approx else contract.rho()
+        rho = parallel_rho([one] * groups) if composition == "parallel" else sequential_rho([one] * count)
         entry = {
             "label": label, "mechanism": contract.mechanism, "measure": contract.measure,
             "neighbouring": contract.neighbouring, "unit": contract.unit, "count": count, "groups": groups,
