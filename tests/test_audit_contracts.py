@@ -22,7 +22,8 @@ def test_mechanisms_state_their_parameters():
     assert Gaussian(1.0, epsilon=1.0, delta=1e-5).contract.parameters["noise"] == "discrete_gaussian"
     pp = private_prediction_contract(30, 10, 10, 2, svt_sigma=0.2)
     assert dict(pp.parameters) == {"r": 30, "s": 10.0, "c": 10.0, "tau": 2.0, "svt_sigma": 0.2,
-                                   "grid": 2.0 ** -30}   # the exact sampler's public grid, 2^-30 c/s
+                                   "grid": 2.0 ** -30,       # the exact sampler's public grid, 2^-30 c/s
+                                   "svt_grid": 2.0 ** -34}   # AboveThreshold's, at most 2^-30 / s
     with pytest.raises(ParameterError, match="scale"):
         lap.parameter("sigma")
     with pytest.raises(TypeError):

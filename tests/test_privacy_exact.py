@@ -216,3 +216,26 @@ def test_fast_path_decides_almost_every_draw(monkeypatch):
     scores = np.random.default_rng(12).normal(size=(3, 2000)) * 4
     exact_exponential_sample(scores, 1.0, np.random.default_rng(13), 2.0 ** -20, size=2000)
     assert len(calls) == 0   # probability of any refinement here is below 1e-5
+
+
+def _dlap_pmf(scale: float, support: np.ndarray) -> np.ndarray:
+    return np.tanh(1 / (2 * scale)) * np.exp(-np.abs(support) / scale)
+
+
+def test_above_threshold_is_exact_on_its_grid():
+    from dpkit.privacy import AboveThreshold
+
+    gate = AboveThreshold(threshold=0.3, sigma=1.0, sensitivity=1.0, grid=0.5)   # noise scales 2 and 4 steps
+    assert gate.contract.epsilon == 2 * (1.0 + 0.5) / 1.0 and gate.contract.sensitivity == 1.5
+    k = np.arange(-400, 401)
+    threshold_steps = 1 + k                      # round(0.3 / 0.5) = 1, plus Laplace(2 steps)
+    p_threshold = _dlap_pmf(2.0, k)
+    for value, steps in ((0.0, 0), (0.74, 1), (2.2, 4)):
+        # P(steps + N(4) >= 1 + N(2)) by summing over the threshold noise
+        tail = np.array([_dlap_pmf(4.0, k)[k >= t - steps].sum() for t in threshold_steps])
+        p_above = float(np.sum(p_threshold * tail))
+        hits = (gate.run(np.array([value]), np.random.default_rng(14), size=40_000) == 0).sum()
+        assert abs(hits - 40_000 * p_above) <= 4.5 * math.sqrt(40_000 * p_above * (1 - p_above))
+    session = gate.session(np.random.default_rng(15))
+    assert session.noisy_threshold / 0.5 == round(session.noisy_threshold / 0.5)
+    assert AboveThreshold(0.0, 1.0, sensitivity=1 / 16).contract.epsilon == pytest.approx(2 / 16, rel=1e-8)

@@ -5,6 +5,7 @@ import pytest
 from dpkit.privacy import (max_private_tokens, per_token_rho, private_prediction_contract,
                            private_prediction_guarantee, private_prediction_rho, private_token_contract, svt_contract,
                            token_grid, zcdp_to_epsilon, zcdp_to_epsilon_bun_steinke)
+from dpkit.privacy.sparse_vector import svt_grid
 from dpkit.validate import ParameterError
 
 
@@ -12,7 +13,9 @@ def test_theorem_1_formula():
     r, s, c, tau, sigma = 37, 250, 10.0, 2.0, 0.3
     g = token_grid(s, c)   # the exact sampler's grid on the averaged logits: a power of two <= 2^-30 c/s
     assert g <= 2 ** -30 * c / s < 2 * g
-    expected = r * (0.5 * ((c / s + g) / tau) ** 2 + 2 / (s * sigma) ** 2)
+    h = svt_grid(1 / s, sigma)   # AboveThreshold's grid on the distances
+    assert h <= 2 ** -30 / s < 2 * h
+    expected = r * (0.5 * ((c / s + g) / tau) ** 2 + 2 * ((1 / s + h) / sigma) ** 2)
     assert private_prediction_rho(r, s, c, tau, svt_sigma=sigma) == pytest.approx(expected, rel=1e-14)
     assert private_prediction_rho(r, s, c, tau) == pytest.approx(r * 0.5 * ((c / s + g) / tau) ** 2, rel=1e-14)
     # the grid costs a relative 2^-29 of rho at most: the paper's numbers are unchanged to 9 digits

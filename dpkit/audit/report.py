@@ -110,7 +110,8 @@ def _private_token(contract: Mapping[str, Any]) -> SensitivityCheck:
     method = f"c/s + grid with c={c:g}, s={s:g}, grid={grid:.3g}; largest change seen on extreme prompts {worst:.6g}"
     if contract.get("kind") == "private_prediction" and p.get("r") is not None and p.get("tau"):
         r, tau, sigma = int(p["r"]), float(p["tau"]), p.get("svt_sigma")
-        rho = r * (((c / s + grid) / tau) ** 2 / 2 + (2.0 / (s * sigma) ** 2 if sigma else 0.0))  # Theorem 1
+        svt_step = 1.0 / s + float(p.get("svt_grid") or 0.0)
+        rho = r * (((c / s + grid) / tau) ** 2 / 2 + (2.0 * (svt_step / sigma) ** 2 if sigma else 0.0))  # Thm 1
         ok = ok and _close(rho, contract.get("rho") or -1.0)
         method += f"; Theorem 1 rho re-derived: {rho:.6g}"
     return SensitivityCheck(contract["mechanism"], contract["sensitivity"], c / s + grid, method, ok)

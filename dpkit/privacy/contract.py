@@ -245,7 +245,7 @@ class PrivacyContract:
             token = dp_event.ZCDpEvent(((p["c"] / p["s"] + p.get("grid", 0.0)) / p["tau"]) ** 2 / 2.0)
             parts = [token]
             if p.get("svt_sigma"):
-                parts.append(_pure_event(2.0 / (p["s"] * p["svt_sigma"])))
+                parts.append(_pure_event(2.0 * (1.0 / p["s"] + (p.get("svt_grid") or 0.0)) / p["svt_sigma"]))
             one = token if len(parts) == 1 else dp_event.ComposedDpEvent(parts)
             return dp_event.SelfComposedDpEvent(one, p["r"])
         if self.measure == "pure":

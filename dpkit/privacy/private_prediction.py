@@ -8,11 +8,11 @@ samples it exactly on logits quantized to the public grid ``token_grid(s, c)``
 the sensitivity: epsilon = 2 (c/s + grid) / tau, bounded range, so
 rho = ((c/s + grid)/tau)^2 / 2 (Lemma 4; the grid is 2^-30 c/s or less).
 With the sparse vector technique, each private token is preceded by one
-AboveThreshold run on distances of sensitivity 1/s at noise sigma:
-rho = 2/(s sigma)^2 (Lemma 5).  Batches assigned by a function of each prompt
+AboveThreshold run on distances of sensitivity 1/s at noise sigma, exact on a
+grid of about 2^-30 / s: rho = 2 ((1/s + grid)/sigma)^2 (Lemma 5).  Batches assigned by a function of each prompt
 alone compose in parallel, so r private tokens per batch cost (Theorem 1)
 
-    rho = r * ( ((c/s + grid)/tau)^2 / 2 + 2/(s sigma)^2 ).
+    rho = r * ( ((c/s + grid)/tau)^2 / 2 + 2 ((1/s + grid')/sigma)^2 ).
 
 Every other module (the decoder, the pipeline's guarantee, ``dpkit account``,
 the chapters) reads these numbers from here.
@@ -26,6 +26,7 @@ from dpkit.validate import ParameterError, check_int, check_positive, check_prob
 
 from dpkit.privacy.contract import PrivacyContract
 from dpkit.privacy.exponential import exponential_grid
+from dpkit.privacy.sparse_vector import svt_grid
 from dpkit.privacy.zcdp import epsilon_to_zcdp, zcdp_to_epsilon, zcdp_to_epsilon_bun_steinke
 
 UNIT = "prompt"
@@ -60,15 +61,16 @@ def private_token_contract(batch_size: float, clip: float, temperature: float) -
 
 
 def svt_contract(batch_size: float, svt_sigma: float) -> PrivacyContract:
-    """Contract of one sparse-vector run before a private token (Lemma 5): 2/(s sigma)-DP."""
+    """Contract of one sparse-vector run before a private token (Lemma 5): 2 (1/s + grid)/sigma-DP."""
     s = check_batch_size(batch_size)
     sigma = check_positive("svt_sigma", svt_sigma)
+    grid = svt_grid(1.0 / s, sigma)
     return PrivacyContract(
         mechanism="AboveThreshold (public vs private distance)", neighbouring="add/remove", unit=UNIT,
-        measure="pure", sensitivity=1.0 / s, epsilon=2.0 / (s * sigma), sensitivity_norm="per query",
-        kind="above_threshold", parameters={"sigma": sigma, "s": s},
-        note=f"threshold noise Laplace({sigma:g}), query noise Laplace({2 * sigma:g}); L1 distance of averaged "
-             "next-token distributions")
+        measure="pure", sensitivity=1.0 / s + grid, epsilon=2.0 * (1.0 / s + grid) / sigma,
+        sensitivity_norm="per query", kind="above_threshold", parameters={"sigma": sigma, "s": s, "grid": grid},
+        note=f"threshold noise Laplace({sigma:g}), query noise Laplace({2 * sigma:g}), exact on the grid {grid:.3g}; "
+             "L1 distance of averaged next-token distributions")
 
 
 def per_token_rho(batch_size: float, clip: float, temperature: float, svt_sigma: float | None = None) -> float:
@@ -81,7 +83,7 @@ def per_token_rho(batch_size: float, clip: float, temperature: float, svt_sigma:
 
 def private_prediction_rho(tokens: int, batch_size: float, clip: float, temperature: float,
                            svt_sigma: float | None = None) -> float:
-    """Theorem 1: rho = r ((c/s + grid)/tau)^2 / 2 + r 2/(s sigma)^2; no SVT term without ``svt_sigma``."""
+    """Theorem 1: rho = r ((c/s + grid)/tau)^2 / 2 + r 2 ((1/s + grid')/sigma)^2; no SVT term without ``svt_sigma``."""
     r = check_int("tokens", tokens, minimum=0)
     return r * per_token_rho(batch_size, clip, temperature, svt_sigma)
 
@@ -97,7 +99,8 @@ def private_prediction_contract(tokens: int, batch_size: float, clip: float, tem
         sensitivity=clip / batch_size + grid, rho=rho, sensitivity_norm="Linf of the averaged clipped logits",
         kind="private_prediction",
         parameters={"r": int(tokens), "s": float(batch_size), "c": float(clip), "tau": float(temperature),
-                    "svt_sigma": None if svt_sigma is None else float(svt_sigma), "grid": grid},
+                    "svt_sigma": None if svt_sigma is None else float(svt_sigma), "grid": grid,
+                    "svt_grid": None if svt_sigma is None else svt_grid(1.0 / batch_size, svt_sigma)},
         note=f"r={tokens} private tokens per batch, s={batch_size:g}, c={clip:g}, tau={temperature:g}, {svt}; "
              "batches assigned by a function of each prompt alone (parallel composition)")
 
