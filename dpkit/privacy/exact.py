@@ -11,7 +11,7 @@ distribution:
 
 * :func:`bernoulli_exp`, :func:`discrete_laplace`, :func:`discrete_gaussian`
   are Algorithms 1-3 of {cite}`canonne2020discrete`: ``discrete_laplace(b)``
-  has P(k) proportional to exp(-|k|/b) on the integers, ``discrete_gaussian``
+  has P(k) proportional to ``exp(-|k| / b)`` on the integers, ``discrete_gaussian``
   has P(k) proportional to exp(-k^2 / (2 sigma^2)).  Shifting an integer
   statistic of L1 sensitivity Delta by discrete Laplace(b) is (Delta/b)-DP;
   shifting one of L2 sensitivity Delta by the discrete Gaussian is
@@ -176,9 +176,9 @@ def _check_size(size) -> tuple[int, ...]:
 
 
 def discrete_laplace(scale, rng: np.random.Generator, size=None) -> np.ndarray:
-    """Integers with P(k) proportional to exp(-|k| / b), b = ``scale`` rounded up to a fraction.
+    """Integers with P(k) proportional to ``exp(-|k| / b)``, b = ``scale`` rounded up to a fraction.
 
-    ``scale`` may be a :class:`~fractions.Fraction` (used exactly when its
+    ``scale`` may be a ``fractions.Fraction`` (used exactly when its
     numerator and denominator are below 2^52) or a float (rounded up by
     :func:`rational_at_least`).  Returns int64 of shape ``size``.
     """

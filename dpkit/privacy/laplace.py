@@ -4,7 +4,7 @@ Guarantee: if ``f`` has L1 sensitivity Delta under the stated neighbouring
 relation, releasing ``f(D)`` plus Laplace noise of scale b per coordinate is
 (Delta / b)-DP (pure) {cite}`dwork2006calibrating`.  The same holds for
 integer-valued ``f`` and the discrete Laplace distribution on the integers,
-P(k) proportional to exp(-|k| / b) {cite}`canonne2020discrete`, which
+P(k) proportional to ``exp(-|k| / b)`` {cite}`canonne2020discrete`, which
 :mod:`dpkit.privacy.exact` samples exactly.
 
 Release mode (:class:`Laplace`):
@@ -112,7 +112,7 @@ class Laplace:
         """Privacy loss log p(output | value) - log p(output | neighbour_value), summed over coordinates.
 
         Exact for outputs on the grid and values on the grid (the discrete
-        Laplace's log-probability is -|k| / b plus a constant).
+        Laplace's log-probability is ``-|k| / b`` plus a constant).
         """
         output = check_finite_array("output", output)
         value = check_finite_array("value", value)

@@ -55,7 +55,7 @@ class PrivacyLedger:
 
         Every entry must carry a pure guarantee (measure pure or bounded range, or a
         zCDP contract that also states an epsilon with delta 0, such as NoisyTopK);
-        otherwise ParameterError names the entry (use :meth:`epsilon` at a delta).
+        otherwise ParameterError names the entry (use :meth:`PrivacyLedger.epsilon` at a delta).
         """
         per_entry = []
         for e in self.entries:
