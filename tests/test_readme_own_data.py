@@ -69,5 +69,6 @@ def test_readme_evaluate_runs(tmp_path):
 
 @pytest.mark.slow
 def test_readme_papermill_runs(tmp_path):
+    (tmp_path / "runs").mkdir()  # made by the synth commands above it in the README
     run_readme(tmp_path, command("papermill "))
     assert (tmp_path / "runs" / "own-kps.ipynb").exists()
