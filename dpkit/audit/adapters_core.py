@@ -89,7 +89,7 @@ register(AuditSpec("gaussian", "privacy core",
                    "Gaussian mechanism calibrated to (epsilon, 1e-5) (dpkit.privacy.Gaussian, analytic)",
                    gaussian_case, test_samples=20_000))
 register(AuditSpec("exponential", "privacy core",
-                   "exponential mechanism / softmax sampling (dpkit.privacy.Exponential, Gumbel-max)",
+                   "exponential mechanism / softmax sampling (dpkit.privacy.Exponential, exact sampling)",
                    exponential_case, test_samples=20_000))
 register(AuditSpec("above_threshold", "privacy core",
                    "AboveThreshold sparse vector (dpkit.privacy.AboveThreshold): index of the first query above",

@@ -6,7 +6,8 @@ lie in [0, 1] for *any* pair of inputs, so the sensitivity is exactly 1 --
 not only inside a cluster as argued in {cite}`meisenbacher2025dpst`
 (Appendix A). The mechanism samples ``z`` with probability proportional to
 ``exp(epsilon u(x, z) / 2)`` over a *fixed* candidate set, through
-:class:`dpkit.privacy.Exponential` (Gumbel-max in log space).
+:class:`dpkit.privacy.Exponential` (exact sampling on utilities rounded to a grid of
+2^-30, which the contract of :class:`~dpkit.privacy.Exponential` adds to the sensitivity).
 
 What the exponential mechanism guarantees here -- and what it does not:
 
