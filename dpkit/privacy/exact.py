@@ -128,13 +128,12 @@ def _bernoulli_exp_vec(num: np.ndarray, den: int, rng: np.random.Generator) -> n
     (probability 1/2048!)."""
     result = np.zeros(num.size, dtype=bool)
     active = np.arange(num.size)
-    k = np.ones(num.size, dtype=np.int64)
+    k = 1   # all active draws are at the same step k: A_k ~ Bernoulli(num / (den k))
     while active.size:
-        success = rng.integers(0, den * k[active]) < num[active]
-        k[active[success]] += 1
-        stopped = active[~success]
-        result[stopped] = k[stopped] % 2 == 1
+        success = rng.integers(0, den * k, size=active.size) < num[active]
+        result[active[~success]] = k % 2 == 1
         active = active[success]
+        k += 1
     return result
 
 
