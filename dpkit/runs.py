@@ -379,6 +379,13 @@ class Run:
         self._replayed: set[str] = set()
         self.torn_bytes = 0
         self._lock_fd = _acquire(self.path, self)
+        try:
+            self._open(input_digest)
+        except BaseException:
+            self.close()            # a refused or failed opening does not keep the folder locked
+            raise
+
+    def _open(self, input_digest: str | None) -> None:
         for folder in (self.path, self.seeds_dir, self.private_dir, self.release_dir):
             if folder.is_dir():
                 _io.remove_stale_temporaries(folder)

@@ -229,3 +229,11 @@ def test_tracked_files_beside_the_run_are_verified_without_writing(tmp_path):
         verify_folder(tmp_path / "private")
     with pytest.raises(RunCorruptError, match="release/synthetic.jsonl"):
         Run(tmp_path / "private", params={})
+
+
+def test_a_refused_opening_does_not_keep_the_folder_locked(tmp_path):
+    Run(tmp_path, params={"epsilon": 1.0}).close()
+    with pytest.raises(RunMismatchError):
+        Run(tmp_path, params={"epsilon": 2.0})
+    code = f"from dpkit.runs import Run; Run({str(tmp_path)!r}, params={{'epsilon': 1.0}})"
+    subprocess.run([sys.executable, "-c", code], check=True, env=dict(os.environ, CI="true"), timeout=120)
