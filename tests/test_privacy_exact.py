@@ -239,3 +239,13 @@ def test_above_threshold_is_exact_on_its_grid():
     session = gate.session(np.random.default_rng(15))
     assert session.noisy_threshold / 0.5 == round(session.noisy_threshold / 0.5)
     assert AboveThreshold(0.0, 1.0, sensitivity=1 / 16).contract.epsilon == pytest.approx(2 / 16, rel=1e-8)
+
+
+def test_bernoulli_refinement_is_exact_from_no_bits():
+    """The interval-arithmetic path alone (no float decision, U drawn 64 bits at a time) is Bernoulli(e^-x)."""
+    from dpkit.privacy.exact import _refine_bernoulli
+
+    rng = np.random.default_rng(16)
+    n, p = 3000, math.exp(-1 / 3)
+    hits = sum(_refine_bernoulli(1, 3, 0, 0, rng) for _ in range(n))
+    assert abs(hits - n * p) <= 4.5 * math.sqrt(n * p * (1 - p))

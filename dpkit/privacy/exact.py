@@ -218,7 +218,15 @@ def _refine_bernoulli(num: int, den: int, k_bits: int, m_bits: int, rng: np.rand
     """Finish U < exp(-num/den) for U in [k/2^m, (k+1)/2^m) exactly (interval arithmetic)."""
     from mpmath import iv
 
-    precision = 128
+    saved, precision = iv.prec, 128
+    try:
+        return _refine_bernoulli_at(iv, num, den, k_bits, m_bits, precision, rng)
+    finally:
+        iv.prec = saved
+
+
+def _refine_bernoulli_at(iv, num: int, den: int, k_bits: int, m_bits: int, precision: int,
+                         rng: np.random.Generator) -> bool:
     while True:
         iv.prec = precision
         value = iv.exp(-(iv.mpf(num) / iv.mpf(den)))
@@ -299,6 +307,14 @@ def _refine(d: np.ndarray, eta: float, k_bits: int, m_bits: int, rng: np.random.
     """
     from mpmath import iv
 
+    saved = iv.prec
+    try:
+        return _refine_at(iv, d, eta, k_bits, m_bits, rng)
+    finally:
+        iv.prec = saved
+
+
+def _refine_at(iv, d: np.ndarray, eta: float, k_bits: int, m_bits: int, rng: np.random.Generator) -> int:
     values, inverse = np.unique(d, return_inverse=True)
     precision = 128
     while True:
