@@ -249,3 +249,14 @@ def test_bernoulli_refinement_is_exact_from_no_bits():
     n, p = 3000, math.exp(-1 / 3)
     hits = sum(_refine_bernoulli(1, 3, 0, 0, rng) for _ in range(n))
     assert abs(hits - n * p) <= 4.5 * math.sqrt(n * p * (1 - p))
+
+
+@FAST
+@given(scale=st.floats(0.05, 1e6), seed=st.integers(0, 2 ** 32 - 1), n=st.integers(1, 50))
+def test_discrete_samplers_are_integer_shaped_and_seeded(scale, seed, n):
+    for sampler in (discrete_laplace, discrete_gaussian):
+        a = sampler(scale, np.random.default_rng(seed), size=(n, 2))
+        b = sampler(scale, np.random.default_rng(seed), size=(n, 2))
+        assert a.dtype == np.int64 and a.shape == (n, 2)
+        np.testing.assert_array_equal(a, b)
+        assert np.all(np.abs(a) <= 80 * max(scale, 1.0))   # a tail beyond 80 scales has probability < e^-80
