@@ -54,8 +54,8 @@ def _rdp_substitute(event, notes: set):
     from dp_accounting import dp_event
 
     if isinstance(event, dp_event.RandomizedResponseDpEvent):
-        p = event.noise_parameter
-        eps = math.log((1 - p / 2) / (p / 2))
+        p, k = event.noise_parameter, event.num_buckets
+        eps = math.log((1 - p + p / k) / (p / k))  # keep w.p. 1 - p + p/k, each other bucket p/k
         notes.add("pure epsilon-DP entries as zCDP eps^2/2 (RDP has no randomized-response event)")
         return dp_event.ZCDpEvent(eps ** 2 / 2)
     if isinstance(event, dp_event.DiscreteLaplaceDpEvent):

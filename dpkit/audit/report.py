@@ -172,6 +172,20 @@ def _gaussian(contract: Mapping[str, Any]) -> SensitivityCheck:
                             reached <= contract.get("delta", 0.0) * (1 + 1e-6))
 
 
+def _randomized_response(contract: Mapping[str, Any]) -> SensitivityCheck:
+    if (gap := _missing(contract, ["k", "keep"])) is not None or contract.get("epsilon") is None:
+        return gap or SensitivityCheck(contract["mechanism"], contract["sensitivity"], None, "no epsilon", None)
+    k, keep = int(_params(contract)["k"]), float(_params(contract)["keep"])
+    # brute force over every pair of true labels: the largest log ratio of output probabilities
+    table = np.full((k, k), (1.0 - keep) / max(k - 1, 1))
+    np.fill_diagonal(table, keep)
+    implied = float(np.max(np.abs(np.log(table[:, None, :]) - np.log(table[None, :, :])))) if k > 1 else 0.0
+    ok = implied <= contract["epsilon"] * (1 + 1e-9) + 1e-12 and _close(contract["sensitivity"], 1.0)
+    return SensitivityCheck(contract["mechanism"], contract["sensitivity"], 1.0,
+                            f"one label changes; log-ratio of outputs over all {k}x{k} label pairs with "
+                            f"keep={keep:.6g}: {implied:.6g} (stated epsilon {contract['epsilon']:.6g})", ok)
+
+
 #: contract kind -> (family, re-check, correct audits of that family)
 RULES: dict[str, tuple[str, Callable, tuple[str, ...]]] = {
     "vocabulary_histogram": ("DP-KPS", _vocabulary, ("kps_vocabulary",)),
@@ -182,6 +196,7 @@ RULES: dict[str, tuple[str, Callable, tuple[str, ...]]] = {
     "dpst_triple": ("DP-ST", _dpst, ("dpst_triple", "dpst_neighbourhood")),
     "dpst_neighbourhood": ("DP-ST", _dpst, ("dpst_triple", "dpst_neighbourhood", "dpst_no_triple")),
     "dpst_document": ("DP-ST", _dpst, ("dpst_document", "dpst_no_triple")),
+    "randomized_response": ("labels", _randomized_response, ()),
     "laplace": ("privacy core", _additive_noise, ("laplace",)),
     "exponential": ("privacy core", _exponential, ("exponential",)),
     "gaussian": ("privacy core", _gaussian, ("gaussian",)),

@@ -33,10 +33,19 @@ def randomized_response(label: int, k: int, epsilon: float, rng: np.random.Gener
 
 
 def label_contract(k: int, epsilon: float, unit: str):
-    """The contract of :func:`randomized_response` (pure, replace-one, per record)."""
+    """The contract of :func:`randomized_response` (pure, replace-one, per record).
+
+    ``kind="randomized_response"`` with ``parameters`` ``k`` and ``keep`` (the
+    probability of keeping the true label), from which an auditor re-derives
+    ``epsilon = log(keep (k - 1) / (1 - keep))`` and dp_accounting gets the
+    exact k-bucket randomized-response event.
+    """
     from dpkit.privacy import PrivacyContract
 
-    return PrivacyContract(mechanism=f"k-ary randomized response over {check_int('k', k, minimum=1)} labels",
+    k = check_int("k", k, minimum=1)
+    epsilon = check_positive("epsilon", epsilon)
+    return PrivacyContract(mechanism=f"k-ary randomized response over {k} labels",
                            neighbouring="replace-one", unit=unit, measure="pure", sensitivity=1.0,
-                           epsilon=check_positive("epsilon", epsilon), sensitivity_norm="label changes",
+                           epsilon=epsilon, sensitivity_norm="label changes", kind="randomized_response",
+                           parameters={"k": k, "keep": keep_probability(k, epsilon)},
                            note="keep the label with probability e^eps/(e^eps+k-1), else a uniform other label")

@@ -217,7 +217,7 @@ class PrivacyContract:
 
         Additive noise gives its exact event: ``LaplaceDpEvent(scale/sensitivity)``,
         ``GaussianDpEvent(sigma/sensitivity)``, ``DiscreteLaplaceDpEvent`` on an
-        integer grid. Otherwise the measure decides: pure epsilon-DP becomes
+        integer grid; k-ary randomized response its k-bucket event. Otherwise the measure decides: pure epsilon-DP becomes
         binary randomized response at epsilon, the dominating pair of every
         epsilon-DP mechanism {cite}`kairouz2015composition`; bounded range and
         zCDP become ``ZCDpEvent`` at the contract's zCDP cost; private
@@ -241,6 +241,10 @@ class PrivacyContract:
             if abs(steps - round(steps)) < 1e-9 and round(steps) >= 1:
                 return dp_event.DiscreteLaplaceDpEvent(noise_parameter=float(p.get("grid", 1.0)) / p["scale"],
                                                       sensitivity=int(round(steps)))
+        if self.kind == "randomized_response" and isinstance(p.get("k"), int) and p["k"] >= 2 and self.epsilon:
+            # k-ary RR keeps w.p. e^eps/(e^eps+k-1): dp_accounting's event with noise k/(e^eps+k-1), k buckets
+            return dp_event.RandomizedResponseDpEvent(noise_parameter=p["k"] / (math.exp(self.epsilon) + p["k"] - 1),
+                                                      num_buckets=p["k"])
         if self.kind == "private_prediction" and isinstance(p.get("r"), int):
             token = dp_event.ZCDpEvent(((p["c"] / p["s"] + p.get("grid", 0.0)) / p["tau"]) ** 2 / 2.0)
             parts = [token]
