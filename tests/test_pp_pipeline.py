@@ -1,6 +1,7 @@
 """Accounting at the cap, bad input, and (slow) real decoding with the KV cache on the bundled model."""
 
 import numpy as np
+import torch
 import pytest
 
 from dpkit.privacy import BudgetExceededError, PrivacyLedger, max_private_tokens, private_prediction_rho, zcdp_to_epsilon
@@ -92,9 +93,10 @@ def test_kv_cache_decoding_matches_reencoding_and_uses_one_pass_per_token(lm):
     assert [e.token_ids for e in a.examples] == [e.token_ids for e in b.examples]
     steps = a.private_tokens + a.public_tokens
     assert a.private_tokens == 12 and a.stopped_by == "private-token cap r"
-    # one prefill, then one pass per token except after the last token and after each finished example
+    # one prefill, then one pass per token except after the last token and after each finished example,
+    # for the private rows and (separately) for the public row
     finished = sum(1 for e in a.examples[:-1])
-    assert a.forward_passes == 1 + steps - 1 - finished
+    assert a.forward_passes == 2 * (1 + steps - 1 - finished)
     again = decode_batch(lm, private, public, st, np.random.default_rng(3))
     assert [e.token_ids for e in again.examples] == [e.token_ids for e in a.examples]
 
@@ -119,15 +121,40 @@ def test_svt_emits_free_public_tokens_and_top_k_restricts(lm):
 
 
 @pytest.mark.slow
-def test_decode_bad_input(lm):
+def test_decode_bad_input_and_public_rules(lm):
     private, public = _prompts(lm, 2)
     st = DecodeSettings(expected_batch_size=2, clip=5, temperature=1.0, max_private_tokens=2, max_new_tokens=4)
-    with pytest.raises(ParameterError, match="empty"):
-        decode_batch(lm, [], public, st, np.random.default_rng(0))
-    with pytest.raises(ParameterError, match="context"):
-        decode_batch(lm, ["word " * 9000], public, st, np.random.default_rng(0))
+    # a PUBLIC prompt that does not fit is an error (public data only)
+    with pytest.raises(ParameterError, match="PUBLIC prompt"):
+        decode_batch(lm, private, "word " * 9000, st, np.random.default_rng(0))
     with pytest.raises(ParameterError):
         decode_batch(lm, private, public, st, 0)
+    # a private prompt longer than the context never aborts: it keeps its last tokens
+    res = decode_batch(lm, ["word " * 9000], public, st, np.random.default_rng(0))
+    assert res.private_tokens == 2
+    # an empty batch is decoded like any other
+    empty = decode_batch(lm, [], public, st, np.random.default_rng(0))
+    assert empty.private_tokens == 2 and empty.examples
+
+
+@pytest.mark.slow
+def test_public_logits_do_not_depend_on_the_batch(lm):
+    """The public row runs alone: its logits are bit-identical whatever the private prompts are."""
+    private, public = _prompts(lm, 5)
+    long = get_template("sentiment").render(lm, get_template("sentiment").private_message(
+        "A long, winding, occasionally brilliant and often exasperating film " * 6, "Positive"))
+    # top_k=1: every token is the public argmax, so all runs continue the same text
+    st = DecodeSettings(expected_batch_size=2, clip=5, temperature=1.0, max_private_tokens=4, max_new_tokens=4,
+                        top_k=1)
+    traces = []
+    for batch in ([], private[:1], private[:1] + [long], private):
+        seen = []
+        decode_batch(lm, batch, public, st, np.random.default_rng(0), on_step=lambda i, z: seen.append(z.clone()))
+        traces.append(seen)
+    assert len(traces[0]) == 4
+    for other in traces[1:]:
+        assert len(other) == len(traces[0])
+        assert all(torch.equal(a, b) for a, b in zip(traces[0], other))
 
 
 @pytest.mark.slow

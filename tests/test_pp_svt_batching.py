@@ -92,8 +92,20 @@ def test_batches_partition_and_depend_on_the_prompt_alone():
 
 def test_label_batches_hold_one_label():
     labels = [i % 3 for i in range(200)]
-    for b in assign_batches(texts, 4, labels):
+    for b in assign_batches(texts, 4, labels, n_labels=3):
         assert {labels[i] for i in b.indices} == {b.label}
+
+
+def test_the_layout_is_public_and_empty_batches_are_returned():
+    # two prompts, 5 batches per label, a public label set of 3 labels (label 2 has no record)
+    batches = assign_batches(texts[:2], 5, [0, 0], n_labels=3)
+    assert [(b.label, b.number) for b in batches] == [(l, k) for l in range(3) for k in range(5)]
+    assert sum(len(b) for b in batches) == 2 and sum(len(b) == 0 for b in batches) >= 13
+    assert [b.batch_id for b in assign_batches([], 3)] == ["b0", "b1", "b2"]
+    with pytest.raises(ParameterError, match="n_labels"):
+        assign_batches(texts[:2], 5, [0, 0])
+    with pytest.raises(ParameterError, match="public label set"):
+        assign_batches(texts[:2], 5, [0, 3], n_labels=3)
 
 
 def test_batching_bad_input():
@@ -102,7 +114,7 @@ def test_batching_bad_input():
     with pytest.raises(ParameterError):
         assign_batches("one string", 2)
     with pytest.raises(ParameterError):
-        assign_batches(texts, 2, labels=[0])
+        assign_batches(texts, 2, labels=[0], n_labels=1)
     with pytest.raises(ParameterError):
         n_batches_for(100, 0.5)
     assert n_batches_for(100, 8) == 12

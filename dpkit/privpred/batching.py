@@ -11,11 +11,15 @@ whole dataset costs what one batch costs). We use the privacy core's
   one label, as in the paper's experiments) and ``H(key, text) mod
   n_batches_per_label`` picks the batch inside it.
 
-``n_batches`` must be fixed from public information (e.g. a public, rounded
-dataset size over the expected batch size ``s``): :func:`n_batches_for` does
-that arithmetic. Actual batch sizes then vary around ``s``; the guarantee does
-not depend on them, because the decoder divides by ``s`` and never by the
-actual size.
+The batch LAYOUT is public: ``n_batches`` (per label) and the label set are
+parameters, fixed from public information (e.g. a declared public bound on the
+number of records over the expected batch size ``s``; :func:`n_batches_for`
+does that arithmetic), never from the private data. :func:`assign_batches`
+returns every batch of the layout, EMPTY ONES INCLUDED: Lemma 2 (parallel
+composition) needs the mechanism applied to each of the batches, and which
+batches are empty is private. Actual batch sizes vary around ``s``; the
+guarantee does not depend on them, because the decoder divides by ``s`` and
+never by the actual size (an empty batch is decoded like any other).
 """
 
 from __future__ import annotations
@@ -56,24 +60,46 @@ def batch_index(text: str, n_batches: int, key: str = "") -> int:
     return hash_batch(text, n_batches, salt=key)
 
 
-def assign_batches(texts: Sequence[str], n_batches: int, labels: Sequence[int] | None = None,
-                   key: str = "") -> list[Batch]:
-    """Partition prompt indices into disjoint batches by hash (per label when ``labels`` given).
+def batch_layout(n_batches: int, n_labels: int | None = None) -> list[tuple[int | None, int]]:
+    """The PUBLIC layout: every ``(label, batch number)``, in order (label ``None`` without labels)."""
+    n_batches = check_int("n_batches", n_batches, minimum=1)
+    if n_labels is None:
+        return [(None, b) for b in range(n_batches)]
+    n_labels = check_int("n_labels", n_labels, minimum=1)
+    return [(label, b) for label in range(n_labels) for b in range(n_batches)]
 
-    Returns the non-empty batches, sorted by (label, batch number); every index
-    appears in exactly one batch. With labels, ``n_batches`` is per label.
+
+def batch_name(label: int | None, number: int) -> str:
+    """``b3`` without labels, ``l1-b3`` with label 1."""
+    return f"b{number}" if label is None else f"l{label}-b{number}"
+
+
+def assign_batches(texts: Sequence[str], n_batches: int, labels: Sequence[int] | None = None,
+                   key: str = "", n_labels: int | None = None) -> list[Batch]:
+    """Partition prompt indices into the batches of the public layout, by hash (per label with ``labels``).
+
+    Returns EVERY batch of :func:`batch_layout` (``n_batches`` per label of the
+    public label set ``range(n_labels)``), empty ones included, sorted by
+    (label, batch number); every index appears in exactly one batch. ``n_labels``
+    is required with ``labels`` (the label set is public; the labels present in
+    the data are not).
     """
     if isinstance(texts, str):
         raise ParameterError("texts", texts, "must be a sequence of strings, not one string")
     n_batches = check_int("n_batches", n_batches, minimum=1)
-    if labels is not None and len(labels) != len(texts):
-        raise ParameterError("labels", f"<{len(labels)} labels>", f"must have one label per text ({len(texts)})")
-    groups: dict[tuple, list[int]] = {}
+    if labels is not None:
+        if len(labels) != len(texts):
+            raise ParameterError("labels", f"<{len(labels)} labels>", f"must have one label per text ({len(texts)})")
+        if n_labels is None:
+            raise ParameterError("n_labels", n_labels, "is needed with labels: the size of the PUBLIC label set")
+        n_labels = check_int("n_labels", n_labels, minimum=1)
+        bad = [int(x) for x in labels if not 0 <= int(x) < n_labels]
+        if bad:
+            raise ParameterError("labels", f"<label {bad[0]}>", f"must lie in the public label set 0..{n_labels - 1}")
+    else:
+        n_labels = None
+    groups: dict[tuple, list[int]] = {cell: [] for cell in batch_layout(n_batches, n_labels)}
     for i, text in enumerate(texts):
         label = None if labels is None else int(labels[i])
-        groups.setdefault((label, batch_index(text, n_batches, key)), []).append(i)
-    out = []
-    for (label, b) in sorted(groups, key=lambda k: (-1 if k[0] is None else k[0], k[1])):
-        name = f"b{b}" if label is None else f"l{label}-b{b}"
-        out.append(Batch(name, label, b, tuple(groups[(label, b)])))
-    return out
+        groups[(label, batch_index(text, n_batches, key))].append(i)
+    return [Batch(batch_name(label, b), label, b, tuple(idx)) for (label, b), idx in groups.items()]

@@ -13,7 +13,9 @@ and, where prompts are aggregated, the batch of prompts is the second-to-last.
 * :func:`aggregate_logits` sums clipped rows and divides by the EXPECTED batch
   size ``s`` (a public constant). Adding or removing one prompt then moves every
   component of the aggregate by at most ``c / s`` (sensitivity ``c/s`` in the
-  sup-norm, Lemma 3 of the paper). ``denominator="actual"`` divides by the
+  sup-norm, Lemma 3 of the paper). An empty batch aggregates to the zero
+  vector, and ``0 -> 1`` prompts moves it by ``clip_c(z)/s``, again at most
+  ``c/s``: the same analysis covers it. ``denominator="actual"`` divides by the
   number of rows present instead: a deliberately broken variant kept for audits,
   whose sensitivity is about ``2c/s`` (removing a prompt changes both the sum and
   the divisor), i.e. it doubles the per-token epsilon.
@@ -92,8 +94,9 @@ def aggregate_logits(clipped, expected_batch_size: float, denominator: Denominat
     if z.ndim < 2:
         raise ParameterError("clipped", tuple(z.shape), "needs shape (..., n_prompts, vocab)")
     n = z.shape[-2]
-    if n == 0:
-        raise ParameterError("clipped", tuple(z.shape), "the batch is empty: at least one prompt is needed")
+    if n == 0 and denominator == "actual":
+        raise ParameterError("clipped", tuple(z.shape), "the batch is empty: the 'actual' divisor is undefined")
+    # an empty batch (n = 0) aggregates to the zero vector: the mechanism is defined on 0 prompts
     total = z.sum(-2) if _is_torch(z) else z.sum(axis=-2)
     return total / (s if denominator == "expected" else n)
 

@@ -1,14 +1,24 @@
 """Decoding one batch of Algorithm 1 with the KV cache.
 
-:func:`decode_batch` runs the ``n`` private prompts of one batch and the public
-prompt as ONE left-padded batch of ``n + 1`` rows. The prompts are encoded once
-(prefill); afterwards each generated token costs exactly one forward pass of the
-model over the ``n + 1`` rows with a single new token per row, reusing the key /
-value cache -- the prefix is never re-encoded. The sampled token is appended to
-every row, so all rows continue the same synthetic text. When an example ends
-(``<eos>`` or ``max_new_tokens``) and the batch still has private-token budget,
-the cache is cropped back to the prompts and the next example starts from the
-cached prefill logits (no new prefill).
+:func:`decode_batch` runs the ``n`` private prompts of one batch as one
+left-padded batch of ``n`` rows, and the public prompt in ITS OWN row with its
+own forward pass, attention and positions: the public logits (which pick the
+top-k candidates, drive the sparse-vector test and give the free public
+tokens) are then a function of the public prompt and the released tokens only,
+bit for bit, whatever else is in the batch. The prompts are encoded once
+(prefill); afterwards each generated token costs one forward pass over the
+``n`` private rows and one over the public row, reusing the key / value caches
+-- the prefix is never re-encoded. The sampled token is appended to every row,
+so all rows continue the same synthetic text. When an example ends (``<eos>``
+or ``max_new_tokens``) and the batch still has private-token budget, the caches
+are cropped back to the prompts and the next example starts from the cached
+prefill logits (no new prefill).
+
+An EMPTY batch (``n = 0``) is decoded like any other: the averaged clipped
+logits are the zero vector (a private token is uniform over the candidates) and
+the sparse-vector distance is exactly 1. Adding one prompt to it moves the
+average by at most ``c/s`` and the distance by at most ``1/s``: the per-record
+analysis of Theorem 1 covers ``0 -> 1`` prompts.
 
 At each step (see :mod:`dpkit.privpred.sampling` and :mod:`dpkit.privpred.svt`):
 
@@ -16,14 +26,19 @@ At each step (see :mod:`dpkit.privpred.sampling` and :mod:`dpkit.privpred.svt`):
 2. with SVT on, an AboveThreshold query on ``d(Z, z_pub)``; below the noisy
    threshold a public token is drawn from ``softmax(z_pub / tau_public)``;
 3. otherwise a private token from ``softmax(zbar / tau)``, ``zbar`` the clipped
-   logits summed and divided by the EXPECTED batch size ``s``; the private token
-   counter ``t`` grows and a new AboveThreshold run starts.
+   logits (float64) summed and divided by the EXPECTED batch size ``s``; the
+   private token counter ``t`` grows and a new AboveThreshold run starts.
 
 Decoding of the batch stops when ``t`` reaches the cap ``r`` (the guarantee is
 computed from ``r``, never from the tokens actually used), when
 ``max_examples`` examples are done, or after ``max_steps`` tokens; the last
 example may then be incomplete (``complete=False``). All of these stopping rules
 depend on the released tokens and public constants only.
+
+Public input rule: a private prompt longer than the model's context minus
+``max_new_tokens`` keeps its LAST tokens (the answer prefix); a long private
+prompt never aborts a release. (The pipeline first cuts every record to a
+declared token cap.) Only a public prompt that does not fit is an error.
 
 Randomness: one ``numpy.random.Generator`` per batch; the model itself is
 deterministic, so the same seed and prompts give the same tokens.
@@ -39,7 +54,6 @@ from typing import Callable, Sequence
 import numpy as np
 import torch
 
-from dpkit.privpred.clipping import top_k_indices
 from dpkit.privpred.sampling import sample_private_token, sample_public_token
 from dpkit.privpred.svt import check_svt_parameters, svt_gate, svt_step
 from dpkit.validate import ParameterError, check_int, check_positive
@@ -121,19 +135,23 @@ class Example:
 
 @dataclass
 class BatchResult:
-    """What one batch released, with counts (for reports; the guarantee uses the cap r)."""
+    """What one batch released, with counts of its released tokens (the guarantee uses the cap r).
+
+    Holds nothing about the batch's private prompts beyond the released tokens:
+    no batch size. ``forward_passes`` is kept for tests and benchmarks and is
+    NOT part of :meth:`to_record` (an empty batch runs no private pass).
+    """
 
     examples: list[Example] = field(default_factory=list)
     private_tokens: int = 0
     public_tokens: int = 0
     forward_passes: int = 0
-    batch_size: int = 0
     stopped_by: str = ""
 
     def to_record(self) -> dict:
+        """The releasable part: the examples and counts that are functions of the released tokens."""
         return {"examples": [asdict(e) for e in self.examples], "private_tokens": self.private_tokens,
-                "public_tokens": self.public_tokens, "forward_passes": self.forward_passes,
-                "batch_size": self.batch_size, "stopped_by": self.stopped_by}
+                "public_tokens": self.public_tokens, "stopped_by": self.stopped_by}
 
 
 def _positions(mask: torch.Tensor) -> torch.Tensor:
@@ -141,13 +159,27 @@ def _positions(mask: torch.Tensor) -> torch.Tensor:
     return pos.masked_fill(mask == 0, 1)
 
 
-class _Prefix:
-    """Encoded prompts and the forward pass for the next token (cached or re-encoding)."""
+def _tokenize(lm, texts: Sequence[str], keep_last: int | None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Left-padded ids and mask; with ``keep_last`` every row keeps only its last ``keep_last`` tokens."""
+    rows = lm.tokenizer(list(texts), add_special_tokens=False)["input_ids"]
+    if keep_last is not None:
+        rows = [r[-keep_last:] for r in rows]
+    width = max(len(r) for r in rows)
+    pad = lm.tokenizer.pad_token_id
+    ids = torch.tensor([[pad] * (width - len(r)) + list(r) for r in rows], dtype=torch.long)
+    mask = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in rows], dtype=torch.long)
+    return ids.to(lm.device), mask.to(lm.device)
 
-    def __init__(self, lm, texts: Sequence[str], use_cache: bool):
+
+class _Prefix:
+    """Encoded prompts and the forward pass for the next token (cached or re-encoding).
+
+    ``keep_last``: left-truncate every prompt to its last ``keep_last`` tokens (a public rule).
+    """
+
+    def __init__(self, lm, texts: Sequence[str], use_cache: bool, keep_last: int | None = None):
         self.lm, self.use_cache = lm, use_cache
-        enc = lm.encode(list(texts))
-        self.ids, self.mask = enc["input_ids"], enc["attention_mask"]
+        self.ids, self.mask = _tokenize(lm, texts, keep_last)
         self.prompt_len = int(self.ids.shape[1])
         self.passes = 0
         self._prefill()
@@ -189,35 +221,52 @@ class _Prefix:
         self.logits = out.logits[:, -1, :].float()
 
 
+def _public_top_k(public_z: torch.Tensor, k: int | None):
+    """The public row's top-``k`` token ids, sorted (None = the whole vocabulary); public data only."""
+    if k is None:
+        return None
+    k = min(int(k), int(public_z.shape[-1]))
+    return torch.sort(torch.topk(public_z, k, sorted=False).indices).values
+
+
 def decode_batch(lm, private_texts: Sequence[str], public_text: str, settings: DecodeSettings,
                  rng: np.random.Generator, *, use_cache: bool = True,
-                 on_example: Callable[[Example], None] | None = None) -> BatchResult:
+                 on_example: Callable[[Example], None] | None = None,
+                 on_step: Callable[[int, torch.Tensor], None] | None = None) -> BatchResult:
     """Run Algorithm 1's inner loops on one batch; ``private_texts`` and ``public_text`` are rendered prompts.
 
     ``lm`` is a :class:`~dpkit.models.lm.LocalLM` (private prompts never leave
-    the process). Raises :class:`ParameterError` for an empty batch or prompts
-    that do not fit the model's context together with ``max_new_tokens``.
+    the process). ``private_texts`` may be empty (an empty hash batch is decoded
+    like any other). Private prompts too long for the context are left-truncated
+    (a public rule); a public prompt that does not fit with ``max_new_tokens``
+    raises :class:`ParameterError` (public data only, checked before decoding).
+    ``on_step(step, public_logits)`` sees the public row's logits before each token.
     """
     if not isinstance(settings, DecodeSettings):
         raise ParameterError("settings", settings, "must be a DecodeSettings")
     if not isinstance(rng, np.random.Generator):
         raise ParameterError("rng", rng, "must be a numpy.random.Generator")
-    if isinstance(private_texts, str) or len(private_texts) == 0:
-        raise ParameterError("private_texts", private_texts, "the batch is empty: give at least one private prompt")
+    if isinstance(private_texts, str) or not all(isinstance(t, str) for t in private_texts):
+        raise ParameterError("private_texts", private_texts, "must be a sequence of rendered prompts (may be empty)")
     if not isinstance(public_text, str) or not public_text:
         raise ParameterError("public_text", public_text, "must be a non-empty rendered prompt")
-    n = len(private_texts)
-    prefix = _Prefix(lm, list(private_texts) + [public_text], use_cache)
-    if prefix.prompt_len + settings.max_new_tokens > lm.context_length:
+    room = lm.context_length - settings.max_new_tokens
+    public_len = len(lm.tokenizer(public_text, add_special_tokens=False)["input_ids"])
+    if public_len > room:
         raise ParameterError("max_new_tokens", settings.max_new_tokens,
-                             f"prompts of {prefix.prompt_len} tokens plus max_new_tokens exceed the model's "
+                             f"the PUBLIC prompt of {public_len} tokens plus max_new_tokens exceeds the model's "
                              f"context of {lm.context_length} tokens")
+    n = len(private_texts)
+    public = _Prefix(lm, [public_text], use_cache)
+    private = _Prefix(lm, list(private_texts), use_cache, keep_last=room) if n else None
     eos = set(lm.eos_token_ids)
     s, c, tau = settings.expected_batch_size, settings.clip, settings.temperature
     gate = svt_gate(settings.svt_threshold, settings.svt_sigma, s) if settings.svt else None
     session = gate.session(rng) if gate is not None else None
+    vocab = int(public.prompt_logits.shape[-1])
+    empty = public.prompt_logits.new_zeros((0, vocab))
 
-    result = BatchResult(batch_size=n)
+    result = BatchResult()
     tokens: list[int] = []
     private_flags: list[bool] = []
     steps = 0
@@ -232,9 +281,11 @@ def decode_batch(lm, private_texts: Sequence[str], public_text: str, settings: D
         private_flags.clear()
 
     while True:
-        logits = prefix.logits
-        private_z, public_z = logits[:n], logits[n]
-        allowed = top_k_indices(public_z, settings.top_k) if settings.top_k else None
+        public_z = public.logits[0]
+        private_z = private.logits if private is not None else empty
+        if on_step is not None:
+            on_step(steps, public_z)
+        allowed = _public_top_k(public_z, settings.top_k)
         is_private = True
         if session is not None:
             is_private, _ = svt_step(private_z, public_z, s, session)
@@ -262,7 +313,9 @@ def decode_batch(lm, private_texts: Sequence[str], public_text: str, settings: D
             if steps >= settings.step_limit:
                 result.stopped_by = "max_steps"
                 break
-            prefix.restart()
+            public.restart()
+            if private is not None:
+                private.restart()
             continue
         if result.private_tokens >= settings.max_private_tokens:
             finish(complete=False)
@@ -272,6 +325,8 @@ def decode_batch(lm, private_texts: Sequence[str], public_text: str, settings: D
             finish(complete=False)
             result.stopped_by = "max_steps"
             break
-        prefix.advance(token)
-    result.forward_passes = prefix.passes
+        public.advance(token)
+        if private is not None:
+            private.advance(token)
+    result.forward_passes = public.passes + (private.passes if private is not None else 0)
     return result

@@ -9,24 +9,49 @@ of sensitive records:
    one private token is an error. The run's guarantee is the one at ``r``, and
    it is entered in a :class:`~dpkit.privacy.PrivacyLedger` (parallel
    composition over the batches) before any private prompt is decoded;
-2. every record becomes a private prompt (:mod:`dpkit.privpred.prompts`) and is
-   hashed into a batch (:mod:`dpkit.privpred.batching`), one label per batch;
-3. each batch is decoded with its label's public prompt
-   (:func:`dpkit.privpred.decode.decode_batch`) on a LOCAL model only.
+2. every record is cut to ``max_record_tokens`` tokens (a declared public cap),
+   becomes a private prompt (:mod:`dpkit.privpred.prompts`) and is hashed into
+   a batch of the PUBLIC layout (:mod:`dpkit.privpred.batching`): ``n_batches``
+   per label of the public label set;
+3. EVERY batch index of the layout is decoded, empty batches included, with its
+   label's public prompt (:func:`dpkit.privpred.decode.decode_batch`) on a LOCAL
+   model only. ``max_batches`` keeps batch numbers ``0 .. max_batches-1`` of
+   every label: fixed indices, never "the first non-empty ones".
+
+Release rule: what comes back (and what ``run=`` writes) is the released tokens
+and counts that are functions of them, nothing else about the private records
+-- no batch sizes. Nothing private-data-dependent can abort a started release:
+records are cut to the token cap, an empty record becomes ``EMPTY_RECORD``,
+prompts longer than the context keep their last tokens.
 
 Privacy contract (checked by the ledger, printed by ``result.contract``):
 neighbouring = add/remove one sensitive record (its prompt); unit = prompt;
 measure = zCDP ``rho = r ((c/(s tau))^2/2 + 2/(s sigma)^2)``, reported as
 ``(epsilon, delta)`` at the cap; sensitivity ``c/s`` of the averaged clipped
-logits and ``1/s`` of the sparse-vector distance. Labels are treated as public
-(the batch of a record may depend on its label, which is part of the record),
-as is the number of batches.
+logits and ``1/s`` of the sparse-vector distance, also from 0 to 1 prompts (an
+empty batch averages to zero). Labels are treated as public (the batch of a
+record may depend on its label, which is part of the record), as are the label
+set and the number of batches.
+
+Randomness, two modes:
+
+* release mode (``seed=None``, the default): the root
+  ``numpy.random.SeedSequence()`` takes fresh entropy from the operating
+  system; nothing that could regenerate the noise is kept or written;
+* reproducible mode (an integer ``seed``, or a caller's ``SeedSequence``): the
+  same seed gives the same tokens. For teaching and tests: anyone who knows the
+  seed can regenerate the noise, so this is NOT a differentially private release.
+
+Batch ``b`` of label ``l`` draws from the node ``(l + 1, b)`` of the root
+(``SeedSequence`` spawn keys, never ``seed + k``), so a batch's noise depends on
+its index alone: a resumed run, another worker or another executor redraws the
+same noise for the same batch.
 
 Crash safety: with ``run=`` a :class:`dpkit.runs.Run`, each batch's tokens are
-written as soon as the batch is done and a resumed run skips finished batches.
-A batch interrupted mid-way is decoded again from its own seed (derived from
-``seed`` and the batch id), which reproduces exactly the same tokens: the same
-release, so no budget is spent twice.
+written as soon as the batch is done and a resumed run skips finished batches;
+an interrupted batch is decoded again from its own node (in reproducible mode
+the same tokens; in release mode fresh noise, and only one output of the batch
+is ever written).
 """
 
 from __future__ import annotations
@@ -38,7 +63,7 @@ import numpy as np
 
 from dpkit.privacy import (PrivacyLedger, max_private_tokens, private_prediction_contract,
                            private_prediction_guarantee, zcdp_to_epsilon)
-from dpkit.privpred.batching import Batch, assign_batches
+from dpkit.privpred.batching import assign_batches
 from dpkit.privpred.decode import DecodeSettings, decode_batch
 from dpkit.privpred.prompts import PromptTemplate
 from dpkit.validate import ParameterError, check_int, check_positive, check_probability
@@ -87,10 +112,12 @@ class PrivatePredictionConfig:
     max_examples_per_batch: int | None = None
     max_steps_per_batch: int | None = None
     hash_key: str = ""
+    max_record_tokens: int = 256
 
     def __post_init__(self):
         check_positive("epsilon", self.epsilon)
         check_probability("delta", self.delta)
+        check_int("max_record_tokens", self.max_record_tokens, minimum=1)
         self.settings()  # validates everything else
         if self.max_private_tokens() < 1:
             r1 = private_prediction_contract(1, self.expected_batch_size, self.clip, self.temperature,
@@ -133,6 +160,9 @@ class PrivatePredictionConfig:
         return asdict(self)
 
 
+EMPTY_RECORD = "(empty)"  # public stand-in for an empty record (a prompt is never empty)
+
+
 @dataclass
 class SyntheticExample:
     text: str
@@ -145,7 +175,11 @@ class SyntheticExample:
 
 @dataclass
 class SyntheticResult:
-    """Synthetic texts, per-batch counts, the ledger and the guarantee at the cap."""
+    """Synthetic texts, per-batch released counts, the ledger and the guarantee at the cap.
+
+    ``reproducible``: True when the noise came from a caller's seed (NOT a
+    differentially private release: the seed regenerates the noise).
+    """
 
     examples: list[SyntheticExample]
     batches: list[dict]
@@ -154,6 +188,7 @@ class SyntheticResult:
     config: PrivatePredictionConfig
     contract: object = None
     stats: dict = field(default_factory=dict)
+    reproducible: bool = False
 
     def texts(self, complete_only: bool = True) -> list[str]:
         return [e.text for e in self.examples if e.text and (e.complete or not complete_only)]
@@ -161,29 +196,77 @@ class SyntheticResult:
     def labels(self, complete_only: bool = True) -> list[int | None]:
         return [e.label for e in self.examples if e.text and (e.complete or not complete_only)]
 
+    @property
+    def randomness_note(self) -> str:
+        if self.reproducible:
+            return ("reproducible mode: the noise can be regenerated from the seed; this is NOT a "
+                    "differentially private release")
+        return "release mode: fresh noise from the operating system's entropy, not stored"
 
-def _batch_rng(seed: int | np.random.SeedSequence, batch: Batch) -> np.random.Generator:
-    """Batch ``b`` of label ``c`` draws from node ``(c + 1, b)`` of ``seed`` (a SeedSequence, see
-    :mod:`dpkit.seeds`), or of ``SeedSequence(seed)`` for an integer seed."""
-    from dpkit.seeds import generator, root_sequence
 
-    label = -1 if batch.label is None else int(batch.label)
-    root = seed if isinstance(seed, np.random.SeedSequence) else root_sequence(seed)
-    return generator(root, label + 1, int(batch.number))
+def root_seed(seed) -> tuple[np.random.SeedSequence, bool]:
+    """``(root, reproducible)``: fresh OS entropy for ``None``, else the root of the int seed / SeedSequence."""
+    if seed is None:
+        return np.random.SeedSequence(), False
+    if isinstance(seed, np.random.SeedSequence):
+        return seed, True
+    return np.random.SeedSequence(check_int("seed", seed, minimum=0)), True
+
+
+def batch_rng(root: np.random.SeedSequence, label: int | None, number: int) -> np.random.Generator:
+    """The generator of batch ``number`` of ``label``: node ``(label + 1, number)`` of ``root`` (0 = no label).
+
+    The node is the one ``root.spawn`` would reach, computed from the index alone.
+    """
+    key = (0 if label is None else int(label) + 1, int(number))
+    node = np.random.SeedSequence(root.entropy, spawn_key=tuple(root.spawn_key) + key, pool_size=root.pool_size)
+    return np.random.default_rng(node)
+
+
+def cap_record(lm, text: str, max_tokens: int) -> str:
+    """The public input rule: the first ``max_tokens`` tokens of ``text``; ``EMPTY_RECORD`` for an empty one."""
+    if not isinstance(text, str) or not text.strip():
+        return EMPTY_RECORD
+    ids = lm.tokenizer(text, add_special_tokens=False)["input_ids"]
+    if len(ids) <= max_tokens:
+        return text
+    return lm.tokenizer.decode(ids[:max_tokens], skip_special_tokens=True).strip() or EMPTY_RECORD
+
+
+def _check_fits(lm, template: PromptTemplate, config: PrivatePredictionConfig, public_prompts) -> None:
+    """Public check before anything is spent: prompts at the record cap fit the context with max_new_tokens."""
+    room = lm.context_length - config.max_new_tokens
+    for prompt in public_prompts:
+        length = len(lm.tokenizer(prompt, add_special_tokens=False)["input_ids"])
+        if length > room:
+            raise ParameterError("max_new_tokens", config.max_new_tokens,
+                                 f"the public prompt ({length} tokens) plus max_new_tokens exceeds the model's "
+                                 f"context of {lm.context_length} tokens")
+    frame = len(lm.tokenizer(template.render(lm, template.private_message("x", "x" if "{label}" in template.user
+                                                                             else None)),
+                             add_special_tokens=False)["input_ids"])
+    if frame + config.max_record_tokens > room:
+        raise ParameterError("max_record_tokens", config.max_record_tokens,
+                             f"a prompt at the record cap (~{frame + config.max_record_tokens} tokens) plus "
+                             f"max_new_tokens={config.max_new_tokens} exceeds the model's context of "
+                             f"{lm.context_length} tokens: lower max_record_tokens or max_new_tokens")
 
 
 def generate_synthetic(records: Sequence[str], template: PromptTemplate, config: PrivatePredictionConfig, *,
                        labels: Sequence[int] | None = None, label_names: Sequence[str] | None = None,
-                       n_batches: int, model=None, seed: int | np.random.SeedSequence = 0, run=None, max_batches: int | None = None,
-                       ledger: PrivacyLedger | None = None) -> SyntheticResult:
+                       n_batches: int, model=None, seed: int | np.random.SeedSequence | None = None, run=None,
+                       max_batches: int | None = None, ledger: PrivacyLedger | None = None) -> SyntheticResult:
     """Algorithm 1 over ``records`` (see the module docstring).
 
     ``n_batches``: batches per label, a PUBLIC number (e.g.
-    :func:`~dpkit.privpred.batching.n_batches_for` of a public size).
-    ``seed``: an integer (reproducible) or the run's root ``numpy.random.SeedSequence``
-    (``SeedSequence()`` for a release with fresh noise). ``max_batches``: decode only the first ``max_batches`` batches of each label
-    (a smaller release; the guarantee is unchanged). ``ledger``: an existing ledger to spend on (one is
-    created with the target as its budget otherwise).
+    :func:`~dpkit.privpred.batching.n_batches_for` of a declared public bound on
+    the number of records); every batch index is decoded, empty ones included.
+    ``label_names``: the PUBLIC label set (``labels`` index it). ``seed``: None
+    = release mode (fresh OS entropy); an int or a ``SeedSequence`` =
+    reproducible mode (not a DP release). ``max_batches``: decode batch numbers
+    ``0 .. max_batches-1`` of each label (a smaller release; the guarantee is
+    unchanged). ``ledger``: an existing ledger to spend on (one is created with
+    the target as its budget otherwise).
     """
     if not isinstance(config, PrivatePredictionConfig):
         raise ParameterError("config", config, "must be a PrivatePredictionConfig")
@@ -191,28 +274,24 @@ def generate_synthetic(records: Sequence[str], template: PromptTemplate, config:
         raise ParameterError("template", template, "must be a PromptTemplate")
     if isinstance(records, str) or len(records) == 0:
         raise ParameterError("records", records, "must be a non-empty sequence of texts")
-    if not isinstance(seed, np.random.SeedSequence):
-        seed = check_int("seed", seed, minimum=0)
+    root, reproducible = root_seed(seed)
     n_batches = check_int("n_batches", n_batches, minimum=1)
     if labels is not None and label_names is None:
         raise ParameterError("label_names", label_names, "is needed with labels (the public prompts name the label)")
+    if max_batches is not None:
+        max_batches = check_int("max_batches", max_batches, minimum=1)
     lm = resolve_local_lm(model)
     r = config.max_private_tokens()
     settings = config.settings(r)
     contract = config.contract()
-    if ledger is None:
-        ledger = PrivacyLedger(budget_epsilon=config.epsilon, delta=config.delta)
-    ledger.spend_parallel(contract, f"private prediction, r={r} per batch", n_batches * (len(label_names or [1])))
+    n_labels = None if labels is None else len(label_names)
 
     def name_of(label):
         return None if label is None else str(label_names[int(label)]).replace("_", " ").capitalize()
 
-    batches = assign_batches(records, n_batches, labels, key=config.hash_key)
+    batches = assign_batches(records, n_batches, labels, key=config.hash_key, n_labels=n_labels)
     if max_batches is not None:
-        max_batches = check_int("max_batches", max_batches, minimum=1)
-        kept: dict = {}
-        batches = [b for b in batches if kept.setdefault(b.label, []).append(b) or len(kept[b.label]) <= max_batches]
-    public_cache: dict = {}
+        batches = [b for b in batches if b.number < max_batches]
     if run is not None:  # a resume under another configuration or other records is refused, by name
         from dpkit.runs import digest
 
@@ -222,16 +301,26 @@ def generate_synthetic(records: Sequence[str], template: PromptTemplate, config:
                  input_digest=digest({"records": list(records),
                                       "labels": None if labels is None else np.asarray(labels).tolist()}))
     done = run.records() if run is not None else {}
+    public_prompts = {}
+    if any(b.batch_id not in done for b in batches):  # a fully resumed run needs no model
+        public_prompts = {label: template.render(lm, template.public_message(name_of(label)))
+                          for label in ([None] if n_labels is None else range(n_labels))}
+        _check_fits(lm, template, config, public_prompts.values())
+    if ledger is None:
+        ledger = PrivacyLedger(budget_epsilon=config.epsilon, delta=config.delta)
+    ledger.spend_parallel(contract, f"private prediction, r={r} per batch", n_batches * (n_labels or 1))
     out_examples, out_batches = [], []
     for batch in batches:
         if batch.batch_id in done:
             record = done[batch.batch_id]
         else:
             label_name = name_of(batch.label)
-            if batch.label not in public_cache:
-                public_cache[batch.label] = template.render(lm, template.public_message(label_name))
-            private = [template.render(lm, template.private_message(records[i], label_name)) for i in batch.indices]
-            res = decode_batch(lm, private, public_cache[batch.label], settings, _batch_rng(seed, batch))
+            private = [template.render(lm, template.private_message(cap_record(lm, records[i],
+                                                                               config.max_record_tokens),
+                                                                    label_name))
+                       for i in batch.indices]
+            res = decode_batch(lm, private, public_prompts[batch.label], settings,
+                               batch_rng(root, batch.label, batch.number))
             record = res.to_record()
             record.update(batch_id=batch.batch_id, label=batch.label)
             if run is not None:
@@ -248,6 +337,6 @@ def generate_synthetic(records: Sequence[str], template: PromptTemplate, config:
     stats = {"batches": len(out_batches), "examples": len(out_examples),
              "complete_examples": sum(e.complete for e in out_examples),
              "private_tokens": priv, "public_tokens": pub,
-             "private_fraction": priv / max(1, priv + pub),
-             "mean_batch_size": float(np.mean([b["batch_size"] for b in out_batches])) if out_batches else 0.0}
-    return SyntheticResult(out_examples, out_batches, ledger, config.guarantee(), config, contract, stats)
+             "private_fraction": priv / max(1, priv + pub)}
+    return SyntheticResult(out_examples, out_batches, ledger, config.guarantee(), config, contract, stats,
+                           reproducible)

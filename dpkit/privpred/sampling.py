@@ -42,26 +42,67 @@ def _check_rng(rng) -> np.random.Generator:
     return rng
 
 
+def _aggregate(logits, clip: float, expected_batch_size: float, temperature: float, denominator: Denominator):
+    """``clip -> sum / s -> / tau`` in float64 (torch stays on its device); an empty batch gives zeros."""
+    temperature = check_positive("temperature", temperature)
+    if type(logits).__module__.startswith("torch"):
+        logits = logits.double()
+    return aggregate_logits(clip_and_recenter(logits, clip), expected_batch_size, denominator) / temperature
+
+
+def _to_numpy(x) -> np.ndarray:
+    if type(x).__module__.startswith("torch"):
+        return x.detach().double().cpu().numpy()
+    return np.asarray(x, dtype=np.float64)
+
+
+def _candidates(allowed, device=None):
+    """``allowed`` (boolean mask or index array, numpy or torch) as sorted int64 indices."""
+    if type(allowed).__module__.startswith("torch"):
+        import torch
+
+        idx = allowed.nonzero().flatten() if allowed.dtype == torch.bool else allowed.long()
+        return idx.to(device) if device is not None else idx
+    arr = np.asarray(allowed)
+    idx = np.flatnonzero(arr) if arr.dtype == bool else arr.astype(np.int64)
+    if device is not None:
+        import torch
+
+        return torch.as_tensor(idx, device=device)
+    return idx
+
+
+def _draw(weights, rng: np.random.Generator, allowed, size):
+    """One exponential-mechanism draw over ``allowed`` (all tokens when None): token id(s)."""
+    if allowed is None:
+        return _gumbel_max_sample(_to_numpy(weights), rng, size=size)
+    torch_in = type(weights).__module__.startswith("torch")
+    idx = _candidates(allowed, weights.device if torch_in else None)
+    if len(idx) == 0:
+        raise ParameterError("allowed", allowed, "must allow at least one token")
+    picked = _gumbel_max_sample(_to_numpy(weights[..., idx]), rng, size=size)
+    return _to_numpy(idx).astype(np.int64)[picked]
+
+
 def private_log_weights(logits, clip: float, expected_batch_size: float, temperature: float,
                         allowed=None, denominator: Denominator = "expected") -> np.ndarray:
-    """``clip -> aggregate -> / tau`` (optionally restricted): the log-weights the token is drawn from."""
-    temperature = check_positive("temperature", temperature)
-    agg = aggregate_logits(clip_and_recenter(logits, clip), expected_batch_size, denominator)
-    if type(agg).__module__.startswith("torch"):
-        agg = agg.detach().double().cpu().numpy()
-    weights = np.asarray(agg, dtype=np.float64) / temperature
+    """``clip -> aggregate -> / tau`` in float64 (optionally restricted, -inf outside ``allowed``)."""
+    weights = _to_numpy(_aggregate(logits, clip, expected_batch_size, temperature, denominator))
     if allowed is not None:
-        weights = restrict_to(weights, allowed)
+        weights = restrict_to(weights, _to_numpy(_candidates(allowed)).astype(np.int64))
     return weights
 
 
 def sample_private_token(logits, clip: float, expected_batch_size: float, temperature: float,
                          rng: np.random.Generator, *, allowed=None, denominator: Denominator = "expected",
                          size=None):
-    """Draw token id(s) from ``softmax(zbar / tau)``; see the module docstring for the guarantee."""
+    """Draw token id(s) from ``softmax(zbar / tau)``; see the module docstring for the guarantee.
+
+    ``logits`` ``(n, vocab)`` with ``n >= 0`` (an empty batch draws uniformly from the candidates).
+    """
     _check_rng(rng)
-    weights = private_log_weights(logits, clip, expected_batch_size, temperature, allowed, denominator)
-    return _gumbel_max_sample(weights, rng, size=size)
+    weights = _aggregate(logits, clip, expected_batch_size, temperature, denominator)
+    return _draw(weights, rng, allowed, size)
 
 
 def sample_public_token(public_logits, temperature: float, rng: np.random.Generator, *, allowed=None,
@@ -70,12 +111,8 @@ def sample_public_token(public_logits, temperature: float, rng: np.random.Genera
     _check_rng(rng)
     temperature = check_positive("temperature", temperature)
     z = public_logits
-    if type(z).__module__.startswith("torch"):
-        z = z.detach().double().cpu().numpy()
-    weights = np.asarray(z, dtype=np.float64) / temperature
-    if allowed is not None:
-        weights = restrict_to(weights, allowed)
-    return _gumbel_max_sample(weights, rng, size=size)
+    z = z.double() if type(z).__module__.startswith("torch") else np.asarray(z, dtype=np.float64)
+    return _draw(z / temperature, rng, allowed, size)
 
 
 def token_epsilon(clip: float, expected_batch_size: float, temperature: float) -> float:

@@ -6,7 +6,8 @@ Distance (Eq. 2 of {cite}`amin2024private`)::
 
 with ``s`` the EXPECTED batch size. Adding or removing one prompt moves the
 average by ``softmax(z)/s``, whose L1 norm is ``1/s``, so ``d`` has sensitivity
-``1/s`` (Lemma 3). The test is the AboveThreshold mechanism
+``1/s`` (Lemma 3). An empty batch has average ``0`` and ``d = 1`` exactly; one
+prompt more moves it by at most ``1/s`` as well. The test is the AboveThreshold mechanism
 {cite}`dwork2009complexity` of the privacy core: a noisy threshold
 ``theta + Laplace(sigma)`` drawn when the gate opens and after every private
 token, and fresh ``Laplace(2 sigma)`` noise on every query. A query below the
@@ -46,8 +47,10 @@ def mean_softmax(logits, expected_batch_size: float, denominator: Denominator = 
         raise ParameterError("expected_batch_size", expected_batch_size, "must be >= 1")
     _check_denominator(denominator)
     z = _as_array("logits", logits)
-    if z.ndim < 2 or z.shape[-2] == 0:
-        raise ParameterError("logits", tuple(z.shape), "needs a non-empty batch: shape (..., n_prompts, vocab)")
+    if z.ndim < 2:
+        raise ParameterError("logits", tuple(z.shape), "needs shape (..., n_prompts, vocab)")
+    if z.shape[-2] == 0 and denominator == "actual":
+        raise ParameterError("logits", tuple(z.shape), "the batch is empty: the 'actual' divisor is undefined")
     p = _softmax(z)
     total = p.sum(-2) if _is_torch(p) else p.sum(axis=-2)
     return total / (s if denominator == "expected" else z.shape[-2])
