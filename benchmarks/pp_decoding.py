@@ -1,6 +1,6 @@
 """Speed of private decoding (one forward pass per token over s+1 rows, KV cache).
 
-Prints, on the same model and prompts, for s in {8, 32}:
+Prints, on the same model and prompts, for s in {8, 32, 64} in one run:
 
 * tokens/s of private decoding (``decode_batch``, SVT on, so both the private
   and the public path are exercised) against a plain batched ``generate`` of
@@ -13,13 +13,19 @@ Prints, on the same model and prompts, for s in {8, 32}:
   tokens; the cost grows about linearly in the prefix), stated as such in the
   output; ``--reencode-full`` times every step instead (``decode_batch(...,
   use_cache=False)``);
-* peak memory (resident set size, CPU; CUDA peak allocation on a GPU) at s = 32.
+* peak memory after each size: the process's peak resident set size so far
+  (CPU; it only grows) and, on a GPU, the CUDA peak allocation of that size.
+
+The private decoder runs the public prompt in its own row (its logits must not
+depend on the private prompts), so each step is one forward pass over the s
+private rows plus one over the public row; ``generate`` makes one pass over
+s + 1 rows. ``--device cuda`` loads the model in bfloat16 on the GPU.
 
 "Tokens" are synthetic-text tokens: one per step for private decoding (all
 s + 1 rows advance by the same token) and one per step for ``generate`` too
 (each of its rows advances by one), so the ratio compares step times.
 
-Run: ``python benchmarks/pp_decoding.py [--tokens 64] [--sizes 8 32] [--json out.json]``.
+Run: ``python benchmarks/pp_decoding.py [--tokens 64] [--sizes 8 32 64] [--device cpu|cuda] [--json out.json]``.
 """
 
 from __future__ import annotations
@@ -46,6 +52,11 @@ def _prompts(lm, s: int, seed: int = 0):
     return [t.render(lm, t.private_message(x, "Positive")) for x in texts], t.render(lm, t.public_message("Positive"))
 
 
+def _sync(lm) -> None:
+    if lm.device.type == "cuda":
+        torch.cuda.synchronize(lm.device)
+
+
 def _rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
@@ -56,6 +67,7 @@ def time_private(lm, private, public, tokens: int, use_cache: bool = True) -> tu
                         max_new_tokens=tokens, svt_threshold=0.8, svt_sigma=0.2, max_steps=tokens, top_k=1024)
     start = time.perf_counter()
     res = decode_batch(lm, private, public, st, np.random.default_rng(0), use_cache=use_cache)
+    _sync(lm)
     elapsed = time.perf_counter() - start
     return elapsed, res.private_tokens + res.public_tokens
 
@@ -85,6 +97,7 @@ def time_generate(lm, private, public, tokens: int) -> tuple[float, int]:
     start = time.perf_counter()
     out = lm.model.generate(**enc, do_sample=True, temperature=2.0, top_k=0, top_p=1.0, max_new_tokens=tokens,
                             min_new_tokens=tokens, pad_token_id=lm.tokenizer.pad_token_id)
+    _sync(lm)
     elapsed = time.perf_counter() - start
     return elapsed, int(out.shape[1] - enc["input_ids"].shape[1])
 
@@ -92,16 +105,18 @@ def time_generate(lm, private, public, tokens: int) -> tuple[float, int]:
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tokens", type=int, default=64)
-    parser.add_argument("--sizes", type=int, nargs="+", default=[8, 32])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[8, 32, 64])
+    parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available); cuda runs bf16")
     parser.add_argument("--reencode-sizes", type=int, nargs="+", default=[8])
     parser.add_argument("--reencode-full", action="store_true")
     parser.add_argument("--json", default=None)
     args = parser.parse_args(argv)
     info = runtime.setup()
-    lm = load_lm()
-    results = {"device": str(lm.device), "threads": info["threads"], "model": lm.name, "tokens": args.tokens,
-               "sizes": {}}
-    print(f"model {lm.name} on {lm.device}, {info['threads']} threads, {args.tokens} new tokens")
+    lm = load_lm(device=args.device)
+    dtype = str(next(lm.model.parameters()).dtype).removeprefix("torch.")
+    results = {"device": str(lm.device), "dtype": dtype, "threads": info["threads"], "model": lm.name,
+               "tokens": args.tokens, "sizes": {}}
+    print(f"model {lm.name} on {lm.device} ({dtype}), {info['threads']} threads, {args.tokens} new tokens")
     for s in args.sizes:
         private, public = _prompts(lm, s)
         time_private(lm, private[:2], public, 4)  # warm-up
@@ -121,13 +136,15 @@ def main(argv=None) -> dict:
             row["speedup_over_reencoding"] = (t_re / n_re) / (t_priv / n_priv)
         if lm.device.type == "cuda":
             row["peak_cuda_mb"] = torch.cuda.max_memory_allocated() / 2 ** 20
+            torch.cuda.reset_peak_memory_stats()
         row["peak_rss_mb"] = _rss_mb()
         results["sizes"][str(s)] = row
         print(f"s={s:3d}: private {row['private_tokens_per_s']:.2f} tok/s, generate {row['generate_tokens_per_s']:.2f}"
               f" tok/s, time ratio {row['ratio_private_over_generate_time_per_token']:.2f}"
               + (f", re-encoding {row['reencode_tokens_per_s']:.2f} tok/s (speed-up {row['speedup_over_reencoding']:.1f}x)"
                  if "speedup_over_reencoding" in row else "")
-              + f", peak RSS {row['peak_rss_mb']:.0f} MB")
+              + f", peak RSS {row['peak_rss_mb']:.0f} MB"
+              + (f", peak CUDA {row['peak_cuda_mb']:.0f} MB" if "peak_cuda_mb" in row else ""))
     if args.json:
         runtime.write_results(args.json, results)
     return results

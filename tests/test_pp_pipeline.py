@@ -129,8 +129,10 @@ def test_decode_bad_input_and_public_rules(lm):
         decode_batch(lm, private, "word " * 9000, st, np.random.default_rng(0))
     with pytest.raises(ParameterError):
         decode_batch(lm, private, public, st, 0)
-    # a private prompt longer than the context never aborts: it keeps its last tokens
-    res = decode_batch(lm, ["word " * 9000], public, st, np.random.default_rng(0))
+    # a private prompt longer than the room left by max_new_tokens never aborts: it keeps its last tokens
+    tight = DecodeSettings(expected_batch_size=2, clip=5, temperature=1.0, max_private_tokens=2,
+                           max_new_tokens=lm.context_length - 12)
+    res = decode_batch(lm, ["word " * 40], "Text:", tight, np.random.default_rng(0))
     assert res.private_tokens == 2
     # an empty batch is decoded like any other
     empty = decode_batch(lm, [], public, st, np.random.default_rng(0))
