@@ -114,7 +114,7 @@ def test_sampling_respects_allowed_tokens():
     (lambda: clip_and_recenter(np.zeros(3), 0.0), "clip"),
     (lambda: clip_and_recenter(np.zeros(3), -1.0), "clip"),
     (lambda: aggregate_logits(np.zeros((2, 3)), 0.5), "expected_batch_size"),
-    (lambda: aggregate_logits(np.zeros((0, 3)), 2), "clipped"),
+    (lambda: aggregate_logits(np.zeros((0, 3)), 2, denominator="actual"), "clipped"),
     (lambda: aggregate_logits(np.zeros((2, 3)), 2, denominator="median"), "denominator"),
     (lambda: sample_private_token(np.zeros((2, 3)), 1, 2, 0.0, np.random.default_rng(0)), "temperature"),
     (lambda: sample_private_token(np.zeros((2, 3)), 1, 2, 1.0, 0), "rng"),

@@ -205,22 +205,23 @@ class SyntheticResult:
 
 
 def root_seed(seed) -> tuple[np.random.SeedSequence, bool]:
-    """``(root, reproducible)``: fresh OS entropy for ``None``, else the root of the int seed / SeedSequence."""
-    if seed is None:
-        return np.random.SeedSequence(), False
+    """``(root, reproducible)``: fresh OS entropy for ``None`` (:func:`dpkit.seeds.root_sequence`), else the
+    root of the int seed, or the caller's ``SeedSequence`` as it is."""
+    from dpkit.seeds import root_sequence
+
     if isinstance(seed, np.random.SeedSequence):
         return seed, True
-    return np.random.SeedSequence(check_int("seed", seed, minimum=0)), True
+    return root_sequence(seed), seed is not None
 
 
 def batch_rng(root: np.random.SeedSequence, label: int | None, number: int) -> np.random.Generator:
     """The generator of batch ``number`` of ``label``: node ``(label + 1, number)`` of ``root`` (0 = no label).
 
-    The node is the one ``root.spawn`` would reach, computed from the index alone.
+    The node is the one ``root.spawn`` would reach (:func:`dpkit.seeds.child`), from the index alone.
     """
-    key = (0 if label is None else int(label) + 1, int(number))
-    node = np.random.SeedSequence(root.entropy, spawn_key=tuple(root.spawn_key) + key, pool_size=root.pool_size)
-    return np.random.default_rng(node)
+    from dpkit.seeds import generator
+
+    return generator(root, 0 if label is None else int(label) + 1, int(number))
 
 
 def cap_record(lm, text: str, max_tokens: int) -> str:

@@ -1,23 +1,29 @@
-"""One token of Algorithm 1: the exponential mechanism over clipped, averaged logits.
+"""One token of Algorithm 1: the exponential mechanism over clipped, averaged logits, sampled exactly.
 
-:func:`sample_private_token` draws ``x ~ softmax(zbar / tau)`` with
-``zbar = (1/s) * sum_i clip_c(z_i)`` (Eq. 1 and line 13 of Algorithm 1 in
-{cite}`amin2024private`), using the privacy core's Gumbel-max sampler so the
-draw happens in log space and is reproducible from the ``numpy`` Generator.
+:func:`sample_private_token` draws ``x`` with probability proportional to
+``exp(zbar_q / tau)``, ``zbar = (1/s) * sum_i clip_c(z_i)`` (Eq. 1 and line 13
+of Algorithm 1 in {cite}`amin2024private`) computed in float64 and
+``zbar_q`` its rounding to the public grid ``token_grid(s, c)``. The draw is the
+privacy core's :func:`~dpkit.privacy.exact.exact_exponential_sample`: the
+output distribution is a function of the rounded integers alone and every draw
+is exact (no bounded Gumbel, no float rounding of the weights reaches the
+output).
 
-Contract of one private token (Lemma 4 of the paper): neighbouring = add/remove
-one sensitive prompt of the batch; unit = one prompt; sensitivity of ``zbar``
-= ``c/s`` (sup norm); the draw is the exponential mechanism with
-epsilon = ``2c/(s tau)`` in the bounded-range sense, hence pure
-``2c/(s tau)``-DP and ``(c/(s tau))^2 / 2``-zCDP.
+Contract of one private token (Lemma 4 of the paper), from its one home
+:func:`dpkit.privacy.private_prediction.private_token_contract`: neighbouring =
+add/remove one sensitive prompt of the batch, also from 0 to 1 prompts (an empty
+batch has ``zbar = 0``: a uniform draw over the candidates); unit = one
+prompt; sensitivity of ``zbar_q`` = ``c/s + grid`` (sup norm); bounded range
+epsilon ``2 (c/s + grid) / tau``, hence zCDP ``((c/s + grid)/tau)^2 / 2``.
 
 Restricting the candidates to ``allowed`` tokens (e.g. the public prompt's
 top-k) keeps this guarantee as long as the set is chosen without looking at the
 private prompts: the mechanism is then an exponential mechanism over a smaller,
-public output range, and its utility still has sensitivity ``c/s``.
+public output range. The candidates are gathered on the model's device, so only
+``k`` numbers travel to the host per token.
 
 Vectorized: ``logits`` may be ``(n_prompts, vocab)`` or ``(..., n_prompts, vocab)``
-and ``size`` draws independent samples (as the privacy core's sampler does).
+and ``size`` draws independent samples.
 """
 
 from __future__ import annotations
@@ -25,15 +31,12 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import log_softmax
 
-from dpkit.privacy.private_prediction import private_token_contract
+from dpkit.privacy.private_prediction import private_token_contract, token_grid
 from dpkit.privpred.clipping import Denominator, aggregate_logits, clip_and_recenter, restrict_to
 from dpkit.validate import ParameterError, check_positive
 
 
-def _gumbel_max_sample(log_weights, rng, size=None):
-    from dpkit.privacy import gumbel_max_sample
-
-    return gumbel_max_sample(log_weights, rng, size=size)
+PUBLIC_GRID = 2.0 ** -30  # grid of the free public tokens (public logits: any fine grid will do)
 
 
 def _check_rng(rng) -> np.random.Generator:
@@ -42,12 +45,11 @@ def _check_rng(rng) -> np.random.Generator:
     return rng
 
 
-def _aggregate(logits, clip: float, expected_batch_size: float, temperature: float, denominator: Denominator):
-    """``clip -> sum / s -> / tau`` in float64 (torch stays on its device); an empty batch gives zeros."""
-    temperature = check_positive("temperature", temperature)
+def _zbar(logits, clip: float, expected_batch_size: float, denominator: Denominator):
+    """``clip -> sum / s`` in float64 (torch stays on its device); an empty batch gives zeros."""
     if type(logits).__module__.startswith("torch"):
         logits = logits.double()
-    return aggregate_logits(clip_and_recenter(logits, clip), expected_batch_size, denominator) / temperature
+    return aggregate_logits(clip_and_recenter(logits, clip), expected_batch_size, denominator)
 
 
 def _to_numpy(x) -> np.ndarray:
@@ -72,22 +74,30 @@ def _candidates(allowed, device=None):
     return idx
 
 
-def _draw(weights, rng: np.random.Generator, allowed, size):
-    """One exponential-mechanism draw over ``allowed`` (all tokens when None): token id(s)."""
+def _draw(scores, scale: float, grid: float, rng: np.random.Generator, allowed, size):
+    """One exact exponential-mechanism draw over ``allowed`` (all tokens when None): token id(s)."""
+    from dpkit.privacy.exact import exact_exponential_sample
+
     if allowed is None:
-        return _gumbel_max_sample(_to_numpy(weights), rng, size=size)
-    torch_in = type(weights).__module__.startswith("torch")
-    idx = _candidates(allowed, weights.device if torch_in else None)
+        return exact_exponential_sample(_to_numpy(scores), scale, rng, grid, size=size)
+    torch_in = type(scores).__module__.startswith("torch")
+    idx = _candidates(allowed, scores.device if torch_in else None)
     if len(idx) == 0:
         raise ParameterError("allowed", allowed, "must allow at least one token")
-    picked = _gumbel_max_sample(_to_numpy(weights[..., idx]), rng, size=size)
+    picked = exact_exponential_sample(_to_numpy(scores[..., idx]), scale, rng, grid, size=size)
     return _to_numpy(idx).astype(np.int64)[picked]
 
 
 def private_log_weights(logits, clip: float, expected_batch_size: float, temperature: float,
                         allowed=None, denominator: Denominator = "expected") -> np.ndarray:
-    """``clip -> aggregate -> / tau`` in float64 (optionally restricted, -inf outside ``allowed``)."""
-    weights = _to_numpy(_aggregate(logits, clip, expected_batch_size, temperature, denominator))
+    """The log-weights a private token is drawn from: ``zbar`` rounded to ``token_grid(s, c)``, over ``tau``.
+
+    Float64; ``-inf`` outside ``allowed`` when given.
+    """
+    temperature = check_positive("temperature", temperature)
+    grid = token_grid(expected_batch_size, clip)
+    zbar = _to_numpy(_zbar(logits, clip, expected_batch_size, denominator))
+    weights = np.rint(zbar / grid) * grid / temperature
     if allowed is not None:
         weights = restrict_to(weights, _to_numpy(_candidates(allowed)).astype(np.int64))
     return weights
@@ -96,23 +106,24 @@ def private_log_weights(logits, clip: float, expected_batch_size: float, tempera
 def sample_private_token(logits, clip: float, expected_batch_size: float, temperature: float,
                          rng: np.random.Generator, *, allowed=None, denominator: Denominator = "expected",
                          size=None):
-    """Draw token id(s) from ``softmax(zbar / tau)``; see the module docstring for the guarantee.
+    """Draw token id(s) exactly from ``softmax(zbar_q / tau)``; see the module docstring for the guarantee.
 
     ``logits`` ``(n, vocab)`` with ``n >= 0`` (an empty batch draws uniformly from the candidates).
     """
     _check_rng(rng)
-    weights = _aggregate(logits, clip, expected_batch_size, temperature, denominator)
-    return _draw(weights, rng, allowed, size)
+    temperature = check_positive("temperature", temperature)
+    zbar = _zbar(logits, clip, expected_batch_size, denominator)
+    return _draw(zbar, temperature, token_grid(expected_batch_size, clip), rng, allowed, size)
 
 
 def sample_public_token(public_logits, temperature: float, rng: np.random.Generator, *, allowed=None,
                         size=None):
-    """Draw from ``softmax(z_public / tau_public)``: touches no private data, costs nothing."""
+    """Draw from ``softmax(z_public / tau_public)`` (exact sampler, grid ``PUBLIC_GRID``): no private data, no cost."""
     _check_rng(rng)
     temperature = check_positive("temperature", temperature)
     z = public_logits
     z = z.double() if type(z).__module__.startswith("torch") else np.asarray(z, dtype=np.float64)
-    return _draw(z / temperature, rng, allowed, size)
+    return _draw(z, temperature, PUBLIC_GRID, rng, allowed, size)
 
 
 def token_epsilon(clip: float, expected_batch_size: float, temperature: float) -> float:
