@@ -53,7 +53,7 @@ class Sizes:
     pp_top_k: int = 10               # tokens of the public prediction a private token may be
     pp_clip: float = 2.0             # c and tau: one token costs rho = (c / (s tau))^2 / 2, so that
     pp_temperature: float = 2.0      # epsilon = 1 (delta 1e-6) still affords a few private tokens
-    max_new_tokens: int = 20
+    max_new_tokens: int = 16
     dpst_k: int = 50
     dpst_reconstruct: bool = False   # False: release the privatized triples joined as text
 
