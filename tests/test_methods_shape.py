@@ -68,3 +68,13 @@ def test_randomized_response_frequencies():
     assert abs(np.mean(draws == 1) - p) < 0.015
     assert abs(np.mean(draws == 0) - (1 - p) / 2) < 0.015
     assert p / ((1 - p) / (k - 1)) == pytest.approx(np.exp(eps))  # the likelihood ratio is exactly e^eps
+
+
+def test_kps_statement_names_the_norm_its_laplace_noise_is_calibrated_in():
+    from dpkit.kps.kde import release_dpkde  # noqa: F401  (the mechanism the statement describes)
+    from dpkit.methods import kps
+    from dpkit.privacy import Laplace
+
+    norm = Laplace(1.0, epsilon=1.0, unit="record", neighbouring="add/remove").contract.sensitivity_norm
+    sentence = kps.STATEMENT.sensitivity
+    assert norm == "L1" and "L1 sensitivity sqrt(2) I" in sentence and "L2" not in sentence

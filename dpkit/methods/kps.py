@@ -28,8 +28,9 @@ STATEMENT = PrivacyStatement(
     unit="record (one text with its label)",
     measure="pure epsilon-DP (delta = 0)",
     sensitivity="vocabulary histogram: each record adds at most S distinct terms (count sensitivity 1 per "
-                "term, S in total); DP-KDE sketch: a record's weight sums to 1 (L2 sensitivity sqrt(2 I) "
-                "for I random Fourier features); classes are disjoint, so per-class sketches compose in parallel",
+                "term, S in total); DP-KDE sketch: a record's weight sums to 1 and each of the I random Fourier "
+                "features lies in [-sqrt(2), sqrt(2)] (L1 sensitivity sqrt(2) I, plus I times the rounding grid, "
+                "for the Laplace noise); classes are disjoint, so per-class sketches compose in parallel",
     output_size="n_per_class texts for every label of the public label set (a public parameter)",
     labels="each synthetic text carries the label whose DP-KDE produced its keyphrases",
 )
