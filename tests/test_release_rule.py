@@ -5,8 +5,9 @@ adversarially (a class emptied, a record far over every size limit, a record
 with no content), the same public configuration, release mode (fresh noise).
 Every file of ``release/`` other than the synthetic data must be byte-identical;
 the synthetic data must have the same number of records with the same fields.
-A fake text generator stands in for the LLM (the rule is about what the folder
-holds, not about the text); the private parts run for real.
+For DP-KPS and DP-ST a fake text generator stands in for the LLM (the rule is
+about what the folder holds, not about the text) and the private parts run for
+real; private prediction decodes the private prompts on the bundled local model.
 """
 
 import csv
@@ -34,7 +35,7 @@ class FakeBackend:
         return {"name": "fake", "model": "fake"}
 
 
-@pytest.fixture(autouse=True)
+@pytest.fixture
 def fake(monkeypatch):
     monkeypatch.setattr(dpkit.backends, "get_backend", lambda *a, **k: FakeBackend())
 
@@ -72,6 +73,7 @@ def _assert_same_release(a, b):
     assert config["randomness"] == "release" and config["public_rules"]
 
 
+@pytest.mark.usefixtures("fake")
 def test_kps_add_remove_one_record_that_empties_a_class(tmp_path):
     """Add/remove: D has no 'product' record; D' adds one, 1 MB long (over the character cap)."""
     rows = [r for r in _rows() if r[1] != "product"][:20]
@@ -83,6 +85,7 @@ def test_kps_add_remove_one_record_that_empties_a_class(tmp_path):
     assert "empty_class" in rules and "long_document" in rules
 
 
+@pytest.mark.usefixtures("fake")
 def test_dpst_replace_one_record_by_an_oversized_one(tmp_path):
     """Replace-one: one record becomes 1.2 MB of text (over spaCy's limit uncut) with another label,
     and another becomes empty."""
@@ -91,3 +94,26 @@ def test_dpst_replace_one_record_by_an_oversized_one(tmp_path):
     changed[2] = ("The courier lost the parcel. " * 42_000, "billing")
     changed[5] = ("", "delivery")
     _assert_same_release(_release(tmp_path, "a", "dpst", rows), _release(tmp_path, "b", "dpst", changed))
+
+
+def _hash_batch(text, n_batches):
+    from dpkit.privpred.batching import batch_index
+
+    return batch_index(text, n_batches, "")
+
+
+def test_pp_one_record_moves_to_another_batch_and_a_batch_becomes_empty(tmp_path, monkeypatch):
+    """Private prediction: a record is replaced by one that hashes to the other batch of its label,
+    so that batch becomes empty (the review's pair); the batch layout is public, so nothing moves."""
+    import dpkit.methods.pp as pp
+
+    smoke = pp.Config.smoke
+    monkeypatch.setattr(pp.Config, "smoke", classmethod(lambda cls, epsilon, **changes:
+                                                        smoke(epsilon, **{"n_batches": 2, **changes})))
+    pool = [f"My order number {i} arrived late." for i in range(40)]
+    in_0 = [t for t in pool if _hash_batch(t, 2) == 0]
+    in_1 = [t for t in pool if _hash_batch(t, 2) == 1]
+    base = [(in_0[0], "delivery"), (in_1[1], "billing"), (in_0[2], "billing")]
+    rows = base + [(in_1[0], "delivery")]           # delivery: one record in each batch
+    moved = base + [(in_0[1], "delivery")]          # delivery: both in batch 0, batch 1 empty
+    _assert_same_release(_release(tmp_path, "a", "pp", rows), _release(tmp_path, "b", "pp", moved))

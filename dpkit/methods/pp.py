@@ -127,7 +127,20 @@ def synthesize(records: Records, config: Config, run, backend, seed_sequence: np
     return Release(NAME, tuple(out), float(guarantee["epsilon"]), float(config.delta), STATEMENT,
                    config_dict(config), ledger=ledger,
                    notes=(f"private-token cap r = {guarantee['max_private_tokens']} per batch; "
-                          f"rho = {guarantee['rho']:.6g}",))
+                          f"rho = {guarantee['rho']:.6g}",),
+                   public_rules=public_rules(config))
+
+
+def public_rules(config: Config) -> dict[str, str]:
+    """The data-independent rules that decide what happens to unusual private records."""
+    return {
+        "long_record": f"each text is cut at {config.max_chars} characters, then at "
+                       f"{config.pp_config().max_record_tokens} tokens of the local model's tokenizer",
+        "empty_record": f"an empty text becomes the placeholder {EMPTY_TEXT!r}",
+        "batch_layout": f"{config.n_batches} batches per label of the public label set, each record's batch a "
+                        "hash of the record alone; every batch is decoded, empty ones included (the same "
+                        "mechanism on zero prompts)",
+    }
 
 
 def check_backend(name: str | None) -> None:
