@@ -36,6 +36,7 @@ def test_batch_randomness_is_a_spawned_node_of_the_root():
     fresh, reproducible = root_seed(None)
     assert not reproducible and fresh.entropy != root_seed(None)[0].entropy
     assert root_seed(7)[1] and root_seed(7)[0].entropy == 7
+    assert root_seed(root) == (root, None)  # a caller's root: the caller's mode
 
 
 @pytest.fixture(scope="module")

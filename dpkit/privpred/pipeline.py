@@ -177,8 +177,9 @@ class SyntheticExample:
 class SyntheticResult:
     """Synthetic texts, per-batch released counts, the ledger and the guarantee at the cap.
 
-    ``reproducible``: True when the noise came from a caller's seed (NOT a
-    differentially private release: the seed regenerates the noise).
+    ``reproducible``: True when the noise came from an integer seed (NOT a
+    differentially private release: the seed regenerates the noise), False in
+    release mode, None for a caller's ``SeedSequence`` (the caller's mode applies).
     """
 
     examples: list[SyntheticExample]
@@ -188,7 +189,7 @@ class SyntheticResult:
     config: PrivatePredictionConfig
     contract: object = None
     stats: dict = field(default_factory=dict)
-    reproducible: bool = False
+    reproducible: bool | None = False
 
     def texts(self, complete_only: bool = True) -> list[str]:
         return [e.text for e in self.examples if e.text and (e.complete or not complete_only)]
@@ -198,19 +199,21 @@ class SyntheticResult:
 
     @property
     def randomness_note(self) -> str:
+        if self.reproducible is None:
+            return "noise from the caller's SeedSequence root: the caller's randomness mode applies"
         if self.reproducible:
             return ("reproducible mode: the noise can be regenerated from the seed; this is NOT a "
                     "differentially private release")
         return "release mode: fresh noise from the operating system's entropy, not stored"
 
 
-def root_seed(seed) -> tuple[np.random.SeedSequence, bool]:
-    """``(root, reproducible)``: fresh OS entropy for ``None`` (:func:`dpkit.seeds.root_sequence`), else the
-    root of the int seed, or the caller's ``SeedSequence`` as it is."""
+def root_seed(seed) -> tuple[np.random.SeedSequence, bool | None]:
+    """``(root, reproducible)``: fresh OS entropy for ``None`` (:func:`dpkit.seeds.root_sequence`; False), the
+    root of an int seed (True), or the caller's ``SeedSequence`` as it is (None: the caller knows its mode)."""
     from dpkit.seeds import root_sequence
 
     if isinstance(seed, np.random.SeedSequence):
-        return seed, True
+        return seed, None  # the caller's root: its mode (release or reproducible) is the caller's
     return root_sequence(seed), seed is not None
 
 
