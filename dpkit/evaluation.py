@@ -136,10 +136,18 @@ def _evaluate_command(args: argparse.Namespace) -> int:
     from dpkit.data.tables import read_table
 
     runtime.set_offline()
+    def read(flag, path, text_column, label_column):
+        try:
+            return read_table(path, text_column, label_column)
+        except ParameterError as error:  # name the flag the user typed, not the reader's --input
+            if error.name == "--input":
+                raise ParameterError(flag, error.value, error.allowed) from None
+            raise
+
     try:
-        synthetic = read_table(args.synthetic, "text", "label")
-        test = read_table(args.test, args.text_column, args.label_column)
-        real = read_table(args.real, args.text_column, args.label_column) if args.real else None
+        synthetic = read("--synthetic", args.synthetic, "text", "label")
+        test = read("--test", args.test, args.text_column, args.label_column)
+        real = read("--real", args.real, args.text_column, args.label_column) if args.real else None
     except ParameterError as error:
         message = str(error)
         if error.value == "text" or error.value == "label":

@@ -71,4 +71,8 @@ def test_evaluate_command(tmp_path, capsys):
     assert out["real"]["accuracy"]["estimate"] > out["majority_baseline"]
     assert main(["evaluate", "--synthetic", str(tmp_path / "none.jsonl"), "--test", "data/own_data_sample.csv",
                  "--text-column", "text", "--label-column", "label"]) == 2
-    assert "does not exist" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "--synthetic=" in err and "does not exist" in err and "--input" not in err
+    assert main(["evaluate", "--synthetic", str(synthetic), "--test", str(tmp_path / "none.csv"),
+                 "--text-column", "text", "--label-column", "label"]) == 2
+    assert "--test=" in capsys.readouterr().err

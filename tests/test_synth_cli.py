@@ -94,6 +94,31 @@ def test_unknown_method_and_backend_exit_2(tmp_path):
     assert not (tmp_path / "r").exists()
 
 
+@pytest.mark.parametrize("backend,variable", [("openai", "OPENAI_API_KEY"), ("anthropic", "ANTHROPIC_API_KEY")])
+def test_api_backend_without_key_exits_2_before_writing(tmp_path, capsys, monkeypatch, backend, variable):
+    monkeypatch.delenv(variable, raising=False)
+    out = tmp_path / "run"
+    assert synth(out, "--backend", backend) == 2
+    err = capsys.readouterr().err
+    assert "--backend=" in err and variable in err and "Traceback" not in err
+    assert not out.exists()
+
+
+def test_backend_failure_mid_run_exits_1_and_keeps_the_run(tmp_path, capsys, monkeypatch):
+    from dpkit.backends.base import BackendError
+
+    class Failing(FakeBackend):
+        def generate_batch(self, prompts, **generation):
+            raise BackendError("the server keeps refusing")
+
+    monkeypatch.setattr(dpkit.backends, "get_backend", lambda *a, **k: Failing())
+    out = tmp_path / "run"
+    assert synth(out) == 1
+    err = capsys.readouterr().err
+    assert "keeps refusing" in err and "rerun the same command" in err and "Traceback" not in err
+    assert (out / "private").exists() and not (out / "release").exists()
+
+
 def test_release_layout_resume_and_mismatch(tmp_path, capsys, fake):
     out = tmp_path / "run"
     assert synth(out) == 0

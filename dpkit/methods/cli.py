@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 import time
 from dataclasses import dataclass, replace
@@ -79,6 +80,10 @@ def plan(args: argparse.Namespace) -> Plan:
     options = {"delta": delta} if delta is not None else {}
     config = (method.Config.smoke(eps, **options) if args.smoke else method.Config(epsilon=eps, **options))
     backend = get_backend(args.backend or "local", args.model)  # pp: local only (checked above); loads lazily
+    key = getattr(backend, "key_variable", None)
+    if key and not os.environ.get(key):  # checked before the run folder exists, not after the run started
+        raise ParameterError("--backend", args.backend, f"needs an API key in the environment variable {key} "
+                             "(it is never read from code or files); or use --backend local")
     settings = {"method": args.method, "text_column": args.text_column, "label_column": args.label_column,
                 "labels": list(names) if names is not None else None, "labels_declared": args.labels is not None,
                 "limit": limit, "smoke": bool(args.smoke), "backend": args.backend or "local",
@@ -125,6 +130,7 @@ def _say(message: str) -> None:
 
 def _synth(args: argparse.Namespace) -> int:
     from dpkit import runtime
+    from dpkit.backends.base import BackendError
     from dpkit.methods.folder import DONE
     from dpkit.validate import ParameterError
 
@@ -135,6 +141,10 @@ def _synth(args: argparse.Namespace) -> int:
     except ParameterError as error:
         print(f"dpkit synth: {error}", file=sys.stderr)
         return 2
+    except BackendError as error:  # e.g. an API that keeps failing: the run is kept and resumes
+        print(f"dpkit synth: the backend failed: {error}. The run in {args.out} is kept; rerun the same "
+              "command to resume it (no budget is spent twice)", file=sys.stderr)
+        return 1
     if state == DONE:
         print(f"dpkit synth {args.method}: {args.out}/release is already complete; nothing changed")
         return 0
