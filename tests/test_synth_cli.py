@@ -198,3 +198,16 @@ def test_empty_texts_and_a_10mb_record_follow_the_public_rules(tmp_path, fake):
     assert synth(tmp_path / "run", method="dpst", input=path) == 0
     lines = (tmp_path / "run" / "release" / "synthetic.jsonl").read_text().splitlines()
     assert len(lines) == 4  # one output per record, empty ones included
+
+
+def test_summary_explains_a_guarantee_below_the_requested_epsilon():
+    from dpkit.methods import pp
+    from dpkit.methods.base import Release
+    from dpkit.methods.cli import summary
+
+    below = Release("pp", ({"text": "a"},), 3.54229, 1e-6, pp.STATEMENT, {}, reproducible=False)
+    line = summary("pp", below, "runs/x", 4.0)
+    assert "epsilon=3.54229 (within the requested 4" in line and "release mode" in line
+    exact = Release("pp", ({"text": "a"},), 4.0, 1e-6, pp.STATEMENT, {}, reproducible=True)
+    line = summary("pp", exact, "runs/x", 4.0)
+    assert "epsilon=4," in line and "requested" not in line and "NOT a DP release" in line

@@ -148,11 +148,19 @@ def _synth(args: argparse.Namespace) -> int:
     if state == DONE:
         print(f"dpkit synth {args.method}: {args.out}/release is already complete; nothing changed")
         return 0
+    print(summary(args.method, release, args.out, args.epsilon))
+    return 0
+
+
+def summary(method: str, release, out, requested_epsilon: float) -> str:
+    """The one-line stdout summary; says so when the guarantee is below the requested epsilon."""
     mode = "reproducible, NOT a DP release" if release.reproducible else "release mode"
     delta = "0" if release.delta == 0 else f"{release.delta:g}"
-    print(f"dpkit synth {args.method}: {len(release.records)} synthetic records in {args.out}/release "
-          f"(epsilon={release.epsilon:g}, delta={delta}, {mode})")
-    return 0
+    epsilon = f"epsilon={release.epsilon:g}"
+    if release.epsilon < float(requested_epsilon) * (1 - 1e-9):
+        epsilon += f" (within the requested {float(requested_epsilon):g}: the method's caps are whole numbers)"
+    return (f"dpkit synth {method}: {len(release.records)} synthetic records in {out}/release "
+            f"({epsilon}, delta={delta}, {mode})")
 
 
 def register(subparsers) -> None:
