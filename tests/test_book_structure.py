@@ -113,3 +113,13 @@ def test_chapters_end_with_glued_measurements_and_hide_their_plumbing():
         if used - glued:
             problems.append(f"{path.stem}: numbers not glued by the page: {sorted(used - glued)}")
     assert NOTEBOOKS and not problems, problems
+
+
+def test_bibliography_keys_are_unique_and_every_citation_resolves():
+    bib = (ROOT / "book" / "references.bib").read_text()
+    keys = re.findall(r"^@\w+\{([^,\s]+),", bib, re.M)
+    assert len(keys) == len(set(keys)), sorted(k for k in set(keys) if keys.count(k) > 1)
+    texts = list(_sources().values()) + [p.read_text() for p in (ROOT / "dpkit").rglob("*.py")]
+    cited = {k.strip() for t in texts for group in re.findall(r"\{cite(?::\w+)?\}`([^`]+)`", t)
+             for k in group.split(",")}
+    assert cited and cited <= set(keys), f"cited but not in references.bib: {sorted(cited - set(keys))}"

@@ -44,7 +44,7 @@ class AuditCase:
     delta: float = 0.0
     contract: Any = None  # the PrivacyContract the real code returned, when it returns one
     describe_pair: Mapping[str, Any] = field(default_factory=dict)
-    #: exact max_y |log P0(y)/P1(y)| of this pair (None: not computed); an audit cannot certify more
+    #: exact ``max_y |log P0(y)/P1(y)|`` of this pair (None: not computed); an audit cannot certify more
     pair_loss: float | None = None
 
 
