@@ -13,6 +13,8 @@ searching prompts would only approximate these).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from dpkit.audit.pair_loss import above_threshold_log_probabilities, discrete_pair_loss
@@ -114,11 +116,13 @@ def svt_mechanism(epsilon: float, threshold: float):
 def svt_case(epsilon: float) -> AuditCase:
     d0, d1, threshold = svt_pair()
     mechanism, gate = svt_mechanism(epsilon, threshold)
-    assert abs(gate.epsilon - epsilon) < 1e-9 and abs(svt_rho(EXPECTED_BATCH, gate.sigma) - epsilon ** 2 / 2) < 1e-9
+    # The exact sampler's grid adds a relative 2^-29 or so to the cost; the claim is the gate's own.
+    assert math.isclose(gate.epsilon, epsilon, rel_tol=1e-6)
+    assert math.isclose(svt_rho(EXPECTED_BATCH, gate.sigma), gate.epsilon ** 2 / 2, rel_tol=1e-9)
     distances = [svt_distance(np.asarray(d["private"]), np.asarray(d["public"]), EXPECTED_BATCH) for d in (d0, d1)]
     log_p = [above_threshold_log_probabilities(q, threshold, gate.sigma) for q in distances]
     return AuditCase(
-        mechanism=mechanism, d0=d0, d1=d1, claimed_epsilon=epsilon, output="discrete", contract=gate.contract,
+        mechanism=mechanism, d0=d0, d1=d1, claimed_epsilon=gate.epsilon, output="discrete", contract=gate.contract,
         pair_loss=discrete_pair_loss(*log_p),
         describe_pair={"expected_batch_size": EXPECTED_BATCH, "threshold": threshold,
                        "steps": SVT_STEPS + 1, "sigma": gate.sigma},
