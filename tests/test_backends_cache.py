@@ -23,3 +23,13 @@ def test_cache_roundtrip_and_counts(tmp_path):
     cache.put("ab" * 32, "réponse", {"model": "m"})
     assert ResponseCache(tmp_path).get("ab" * 32) == "réponse"
     assert len(cache) == 1 and not list(tmp_path.rglob(".tmp-*"))
+
+
+def test_answers_of_two_servers_are_never_mixed_in_the_cache(tmp_path, monkeypatch):
+    from dpkit.backends import OpenAIBackend
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-key-for-namespace")
+    a = OpenAIBackend("m", base_url="http://127.0.0.1:1/v1")
+    b = OpenAIBackend("m", base_url="http://user:secret@127.0.0.1:2/v1")
+    assert a._cache_namespace() != b._cache_namespace()
+    assert "secret" not in b._cache_namespace() and a._cache_namespace().startswith("openai@")

@@ -104,7 +104,7 @@ class Backend(ABC):
         if self.cache is not None:
             for i, chat in enumerate(chats):
                 if self._cacheable(chat):
-                    keys[i] = cache_key(self.name, self.model, chat, asdict(params))
+                    keys[i] = cache_key(self._cache_namespace(), self.model, chat, asdict(params))
                     out[i] = self.cache.get(keys[i])
         missing = [i for i, text in enumerate(out) if text is None]
         if missing:
@@ -166,6 +166,10 @@ class Backend(ABC):
     @property
     def _streams(self) -> bool:
         return "on_result" in inspect.signature(self._generate).parameters
+
+    def _cache_namespace(self) -> str:
+        """What separates this backend's cached answers from another's (the backend's name)."""
+        return self.name
 
     def _describe_extra(self) -> dict[str, Any]:
         return {}

@@ -170,6 +170,11 @@ class RemoteBackend(Backend):
             self.usage["input_tokens"] += _tokens(input_tokens)
             self.usage["output_tokens"] += _tokens(output_tokens)
 
+    def _cache_namespace(self) -> str:
+        """The name plus the server (without credentials): two servers may serve different
+        models under one name, so their answers are never mixed in the cache."""
+        return f"{self.name}@{self.base_url or 'default'}"
+
     def _describe_extra(self) -> dict[str, Any]:
         return {"base_url": self.base_url, "timeout_s": self.timeout, "concurrency": self.concurrency,
                 "max_retries": self.max_retries, "attempts": self.attempts,
