@@ -34,6 +34,7 @@ class Plan:
     params: dict
     seed: int | None
     backend: object
+    executor: object = None   # pp only: who decodes the batches; not part of params (resume across executors)
 
 
 def _check_budget(args) -> tuple[float, float | None]:
@@ -70,6 +71,7 @@ def plan(args: argparse.Namespace) -> Plan:
         raise ParameterError("--labels", args.labels, "needs --label-column (the column the labels are in)")
     if args.method == "pp":
         method.check_backend(args.backend)
+    executor = _executor(args)
     limit = args.limit
     if args.smoke:
         rows = getattr(method, "SMOKE_ROWS", SMOKE_ROWS)
@@ -92,7 +94,30 @@ def plan(args: argparse.Namespace) -> Plan:
 
     params = dict(settings, method_config=config_dict(config), epsilon=eps, delta=delta,
                   input_sha256=file_digest(args.input))
-    return Plan(method, records, config, settings, params, args.seed, backend)
+    return Plan(method, records, config, settings, params, args.seed, backend, executor)
+
+
+def _executor(args: argparse.Namespace):
+    """The pp executor the flags ask for (None for the default); ParameterError names the flag."""
+    from dpkit.validate import ParameterError
+
+    name = getattr(args, "executor", None)
+    workers, address = getattr(args, "workers", None), getattr(args, "ray_address", None)
+    if args.method != "pp":
+        for flag, value in (("--executor", None if name == "local" else name), ("--workers", workers),
+                            ("--ray-address", address)):
+            if value is not None:
+                raise ParameterError(flag, value, f"applies to pp only ({args.method} decodes nothing private "
+                                     "in batches); leave it out")
+        return None
+    if name is None and (workers is not None or address is not None):
+        raise ParameterError("--workers" if workers is not None else "--ray-address",
+                             workers if workers is not None else address, "needs --executor ray")
+    if name is None:
+        return None
+    from dpkit.privpred.executors import make_executor
+
+    return make_executor(name, workers, address, flags=True)
 
 
 def execute(p: Plan, out) -> tuple[object, str]:
@@ -111,7 +136,12 @@ def execute(p: Plan, out) -> tuple[object, str]:
     run = Run(private, params=p.params, seed=p.seed, ledger=PrivacyLedger())
     log(private, f"{'resumed' if run.resumed else 'started'} {p.settings['method']}")
     _say(f"dpkit synth {p.settings['method']}: {'resuming' if run.resumed else 'starting'} in {root}")
-    release = p.method.synthesize(p.records, p.config, run, p.backend, root_sequence(p.seed))
+    if p.executor is None:
+        release = p.method.synthesize(p.records, p.config, run, p.backend, root_sequence(p.seed))
+    else:
+        with p.executor:
+            release = p.method.synthesize(p.records, p.config, run, p.backend, root_sequence(p.seed),
+                                          executor=p.executor)
     release = replace(release, reproducible=p.seed is not None)
     if not release_dir.exists():
         write_release(release_dir, release, p.settings)
@@ -182,4 +212,11 @@ def register(subparsers) -> None:
     p.add_argument("--seed", type=int, default=None, help="reproducible mode: NOT a DP release (default: fresh "
                    "noise from the operating system)")
     p.add_argument("--limit", type=int, default=None, help="keep the first N rows of the input")
+    p.add_argument("--executor", choices=("local", "ray"), default=None, help="pp only: decode the batches in "
+                   "this process (local, the default) or on Ray workers (needs dpkit[scale]); the release is "
+                   "the same, and a run may be resumed with the other executor")
+    p.add_argument("--workers", type=int, default=None, help="with --executor ray: the number of Ray workers, "
+                   "each loads the local model once (default 2)")
+    p.add_argument("--ray-address", default=None, help="with --executor ray: an existing cluster's address for "
+                   "ray.init (e.g. auto); default: start a local cluster")
     p.set_defaults(func=_synth)

@@ -103,11 +103,22 @@ def template_for(config: Config, labelled: bool):
     return get_template(config.template)
 
 
-def synthesize(records: Records, config: Config, run, backend, seed_sequence: np.random.SeedSequence) -> Release:
-    """A private-prediction release of ``records``: one text per public batch index."""
+def synthesize(records: Records, config: Config, run, backend, seed_sequence: np.random.SeedSequence, *,
+               executor=None) -> Release:
+    """A private-prediction release of ``records``: one text per public batch index.
+
+    ``executor``: who decodes the batches -- None (this process), a
+    :class:`~dpkit.privpred.executors.LocalExecutor` or a
+    :class:`~dpkit.privpred.ray_executor.RayExecutor` (the caller closes it). It
+    is not part of ``config``: it changes neither the release nor the guarantee,
+    and a run may be resumed with another executor.
+    """
     check_inputs(records, config, Config, seed_sequence)
     from dpkit.privacy import PrivacyLedger
     from dpkit.privpred import generate_synthetic, resolve_local_lm
+    from dpkit.privpred.executors import check_executor
+
+    executor = check_executor(executor)
 
     lm = resolve_local_lm(backend)  # RemoteBackendError (a ParameterError) for API backends
     records = records.capped(config.max_chars)
@@ -116,7 +127,7 @@ def synthesize(records: Records, config: Config, run, backend, seed_sequence: np
     pcfg = config.pp_config()
     result = generate_synthetic(texts, template_for(config, records.labelled), pcfg,
                                 labels=records.labels, label_names=records.label_set, n_batches=config.n_batches,
-                                model=lm, seed=seed_sequence, run=run, ledger=ledger)
+                                model=lm, seed=seed_sequence, run=run, ledger=ledger, executor=executor)
     out = []
     for example in result.examples:
         record = {"text": example.text.strip()}

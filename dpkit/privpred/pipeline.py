@@ -64,7 +64,8 @@ import numpy as np
 from dpkit.privacy import (PrivacyLedger, max_private_tokens, private_prediction_contract,
                            private_prediction_guarantee, zcdp_to_epsilon)
 from dpkit.privpred.batching import assign_batches
-from dpkit.privpred.decode import DecodeSettings, decode_batch
+from dpkit.privpred.decode import DecodeSettings
+from dpkit.privpred.executors import BatchJob, check_executor
 from dpkit.privpred.prompts import PromptTemplate
 from dpkit.validate import ParameterError, check_int, check_positive, check_probability
 
@@ -259,7 +260,8 @@ def _check_fits(lm, template: PromptTemplate, config: PrivatePredictionConfig, p
 def generate_synthetic(records: Sequence[str], template: PromptTemplate, config: PrivatePredictionConfig, *,
                        labels: Sequence[int] | None = None, label_names: Sequence[str] | None = None,
                        n_batches: int, model=None, seed: int | np.random.SeedSequence | None = None, run=None,
-                       max_batches: int | None = None, ledger: PrivacyLedger | None = None) -> SyntheticResult:
+                       max_batches: int | None = None, ledger: PrivacyLedger | None = None,
+                       executor=None) -> SyntheticResult:
     """Algorithm 1 over ``records`` (see the module docstring).
 
     ``n_batches``: batches per label, a PUBLIC number (e.g.
@@ -270,7 +272,9 @@ def generate_synthetic(records: Sequence[str], template: PromptTemplate, config:
     reproducible mode (not a DP release). ``max_batches``: decode batch numbers
     ``0 .. max_batches-1`` of each label (a smaller release; the guarantee is
     unchanged). ``ledger``: an existing ledger to spend on (one is created with
-    the target as its budget otherwise).
+    the target as its budget otherwise). ``executor``: who decodes the batches
+    (:mod:`dpkit.privpred.executors`; None = this process); it changes neither the
+    output nor the guarantee.
     """
     if not isinstance(config, PrivatePredictionConfig):
         raise ParameterError("config", config, "must be a PrivatePredictionConfig")
@@ -284,6 +288,7 @@ def generate_synthetic(records: Sequence[str], template: PromptTemplate, config:
         raise ParameterError("label_names", label_names, "is needed with labels (the public prompts name the label)")
     if max_batches is not None:
         max_batches = check_int("max_batches", max_batches, minimum=1)
+    executor = check_executor(executor)
     lm = resolve_local_lm(model)
     r = config.max_private_tokens()
     settings = config.settings(r)
@@ -313,22 +318,25 @@ def generate_synthetic(records: Sequence[str], template: PromptTemplate, config:
     if ledger is None:
         ledger = PrivacyLedger(budget_epsilon=config.epsilon, delta=config.delta)
     ledger.spend_parallel(contract, f"private prediction, r={r} per batch", n_batches * (n_labels or 1))
-    out_examples, out_batches = [], []
-    for batch in batches:
-        if batch.batch_id in done:
-            record = done[batch.batch_id]
-        else:
+    pending = [batch for batch in batches if batch.batch_id not in done]
+
+    def jobs():  # rendered lazily: only the jobs a worker is about to take are held in memory
+        for batch in pending:
             label_name = name_of(batch.label)
-            private = [template.render(lm, template.private_message(cap_record(lm, records[i],
-                                                                               config.max_record_tokens),
-                                                                    label_name))
-                       for i in batch.indices]
-            res = decode_batch(lm, private, public_prompts[batch.label], settings,
-                               batch_rng(root, batch.label, batch.number))
-            record = res.to_record()
-            record.update(batch_id=batch.batch_id, label=batch.label)
-            if run is not None:
-                run.append(batch.batch_id, record)
+            yield BatchJob(batch.batch_id, batch.label, batch.number,
+                           tuple(template.render(lm, template.private_message(
+                               cap_record(lm, records[i], config.max_record_tokens), label_name))
+                                 for i in batch.indices),
+                           public_prompts[batch.label])
+
+    done = dict(done)
+    for job, record in executor.decode(lm, jobs(), settings, root):  # any order; the driver alone writes
+        if run is not None:
+            run.append(job.batch_id, record)
+        done[job.batch_id] = record
+    out_examples, out_batches = [], []
+    for batch in batches:  # the release follows the public layout, whichever worker finished first
+        record = done[batch.batch_id]
         out_batches.append({k: v for k, v in record.items() if k != "examples"})
         for ex in record["examples"]:
             out_examples.append(SyntheticExample(template.finish(ex["text"]), batch.label, batch.batch_id,

@@ -1,0 +1,138 @@
+"""Who decodes the batches of a private-prediction run: this process, or workers of a Ray cluster.
+
+The driver (:func:`dpkit.privpred.pipeline.generate_synthetic`) turns the
+public batch layout into :class:`BatchJob` items -- one per batch index still
+missing from the run, each carrying its rendered private prompts and its
+label's public prompt -- and hands them to an executor. The executor yields
+``(job, record)`` pairs as batches finish, in any order; the driver alone writes
+them into the run (``run.append``, under the run folder's lock) and assembles
+the release in the order of the public layout.
+
+Why the executor does not change the output: batch ``b`` of label ``l`` is
+decoded by :func:`decode_job` with the generator of the node ``(l + 1, b)`` of
+the run's root (:func:`~dpkit.privpred.pipeline.batch_rng`), whoever runs it.
+In reproducible mode the same seed therefore gives the same release with any
+executor and any number of workers, on the same model weights, torch build and
+hardware (and torch thread count: CPU kernels may round differently with
+another number of threads).
+
+Why it does not change the guarantee: the layout's batches are disjoint and
+the ledger is charged ONCE for the whole layout (parallel composition) before
+any job is made; a retried or resumed batch is one more draw of the same batch's
+mechanism of which only one output is ever written (see
+:mod:`dpkit.privpred.pipeline`). The executor choice is therefore not part of
+the run's configuration: a run started with one executor may be resumed with
+another.
+
+:class:`LocalExecutor` (the default) decodes in this process.
+:class:`~dpkit.privpred.ray_executor.RayExecutor` fans the jobs out to Ray
+actors (the optional ``[scale]`` dependency); :func:`make_executor` builds
+either from the CLI's flags.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Iterator, Protocol
+
+import numpy as np
+
+from dpkit.validate import ParameterError, check_int
+
+EXECUTORS = ("local", "ray")
+
+
+@dataclass(frozen=True)
+class BatchJob:
+    """One batch index of the public layout, ready to decode.
+
+    ``private_prompts`` are rendered PRIVATE prompts (may be empty: empty
+    batches are decoded too); ``public_prompt`` is the label's public prompt.
+    """
+
+    batch_id: str
+    label: int | None
+    number: int
+    private_prompts: tuple[str, ...]
+    public_prompt: str
+
+
+def decode_job(lm, job: BatchJob, settings, root: np.random.SeedSequence) -> dict:
+    """The run record of ``job``: :func:`~dpkit.privpred.decode.decode_batch` with the batch's own generator."""
+    from dpkit.privpred.decode import decode_batch
+    from dpkit.privpred.pipeline import batch_rng
+
+    result = decode_batch(lm, list(job.private_prompts), job.public_prompt, settings,
+                          batch_rng(root, job.label, job.number))
+    record = result.to_record()
+    record.update(batch_id=job.batch_id, label=job.label)
+    return record
+
+
+class Executor(Protocol):
+    """Decodes jobs and yields ``(job, record)`` as each batch finishes (any order, each job once)."""
+
+    name: str
+
+    def decode(self, lm, jobs: Iterable[BatchJob], settings,
+               root: np.random.SeedSequence) -> Iterator[tuple[BatchJob, dict]]: ...
+
+
+class LocalExecutor:
+    """Today's behaviour: the jobs are decoded one after the other, in this process, on ``lm``."""
+
+    name = "local"
+
+    def decode(self, lm, jobs: Iterable[BatchJob], settings,
+               root: np.random.SeedSequence) -> Iterator[tuple[BatchJob, dict]]:
+        for job in jobs:
+            yield job, decode_job(lm, job, settings, root)
+
+    def close(self) -> None:
+        """Nothing to release (present so that every executor can be closed alike)."""
+
+    def __enter__(self) -> "LocalExecutor":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def check_executor(executor) -> object:
+    """``executor`` if it is one (None -> a :class:`LocalExecutor`); ParameterError otherwise."""
+    if executor is None:
+        return LocalExecutor()
+    if not callable(getattr(executor, "decode", None)):
+        raise ParameterError("executor", executor, "must be None (local), a LocalExecutor or a RayExecutor")
+    return executor
+
+
+def make_executor(name: str, workers: int | None = None, address: str | None = None, *,
+                  flags: bool = False):
+    """The executor called ``name`` (``local`` or ``ray``), validated.
+
+    ``workers`` (Ray only; default 2) actors each load the model once;
+    ``address`` (Ray only) is an existing cluster's address for ``ray.init``;
+    None starts a local cluster. With ``flags=True`` errors name the CLI flags
+    (``--executor``, ``--workers``, ``--ray-address``) instead of the parameters.
+    """
+    names = {"executor": "--executor" if flags else "executor", "workers": "--workers" if flags else "workers",
+             "address": "--ray-address" if flags else "address"}
+    if name not in EXECUTORS:
+        raise ParameterError(names["executor"], name, f"must be one of {', '.join(EXECUTORS)}")
+    if workers is not None:
+        check_int(names["workers"], workers, minimum=1)
+    if name == "local":
+        for key, value in (("workers", workers), ("address", address)):
+            if value is not None:
+                raise ParameterError(names[key], value, f"applies to {names['executor']} ray only")
+        return LocalExecutor()
+    if address is not None and (not isinstance(address, str) or not address.strip()):
+        raise ParameterError(names["address"], address, "must be a Ray cluster address such as 'auto' or "
+                             "'ray://HOST:10001'")
+    from dpkit.privpred.ray_executor import RayExecutor, ray_available
+
+    if not ray_available():
+        raise ParameterError(names["executor"], name, "needs the optional Ray dependency: "
+                             "pip install 'dpkit[scale]'")
+    return RayExecutor(workers=2 if workers is None else workers, address=address)
