@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from dpkit.compare import NOISE_OFF_EPSILON, Sizes, configs, summarize, t_interval
+from dpkit.compare import NOISE_OFF_EPSILON, Sizes, configs, pp_decoding_key, summarize, t_interval
 from dpkit.validate import ParameterError
 
 
@@ -42,3 +42,28 @@ def test_summary_has_one_row_per_method_and_epsilon():
 def test_bad_sizes_are_refused():
     with pytest.raises(ParameterError, match="per_class"):
         Sizes(per_class=0)
+
+
+def test_private_prediction_is_decoded_once_for_every_epsilon_whose_cap_does_not_bind():
+    sizes = Sizes()
+    keys = {e: pp_decoding_key(configs(e, sizes, document_type="review")["pp"]) for e in (1.0, 4.0, 16.0, math.inf)}
+    r = {e: configs(e, sizes, document_type="review")["pp"].pp_config().max_private_tokens()
+         for e in (1.0, 4.0, 16.0, math.inf)}
+    assert r[1.0] < sizes.max_new_tokens <= r[4.0] < r[16.0] < r[math.inf]
+    assert keys[4.0] == keys[16.0] == keys[math.inf] != keys[1.0]
+
+
+def test_a_cap_that_does_not_bind_changes_no_token():
+    from dpkit.models import load_lm
+    from dpkit.privpred.decode import DecodeSettings, decode_batch
+
+    lm = load_lm()
+
+    tokens = []
+    for cap in (16, 10_000):
+        settings = DecodeSettings(expected_batch_size=4.0, clip=2.0, temperature=2.0, max_private_tokens=cap,
+                                  max_new_tokens=16, max_examples=1, top_k=10)
+        result = decode_batch(lm, ["A warm, funny film.", "Dull."], "Write a review:", settings,
+                              np.random.default_rng(3))
+        tokens.append([e.token_ids for e in result.examples])
+    assert tokens[0] == tokens[1]

@@ -251,5 +251,5 @@ def learned_family(learner: str, A: np.ndarray, B: np.ndarray, confidence: float
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # convergence chatter; the certificate does not depend on it
         score, words = _fit(learner, A1[:TRAIN_CAP], B1[:TRAIN_CAP], seed)
-    family = f"learned:{learner}"
-    return _best_threshold(family, f"score of {words} (D1 vs D0)", score, A2, B2, confidence, delta)
+        return _best_threshold(f"learned:{learner}", f"score of {words} (D1 vs D0)", score, A2, B2, confidence,
+                               delta)

@@ -173,6 +173,25 @@ def _choose_families(families, kind: str, matrix, d: int, has_statistics: bool) 
     return chosen
 
 
+def _one_thread(function):
+    """Run ``function`` with native thread pools (OpenMP, BLAS) at one thread.
+
+    The learned families fit and score scikit-learn models whose OpenMP threads
+    spin while they wait: on a busy machine an audit of minutes became tens of
+    minutes. One thread also makes a fit the same on every machine.
+    """
+    import functools
+
+    @functools.wraps(function)
+    def wrapped(*args, **kwargs):
+        from threadpoolctl import threadpool_limits
+
+        with threadpool_limits(limits=1):
+            return function(*args, **kwargs)
+
+    return wrapped
+
+
 def _family_candidate(family, out0, out1, matrix0, matrix1, stats_values, half, confidence, delta, seed):
     if family == "threshold":
         best = None
@@ -210,6 +229,7 @@ def _distinct(candidates, sel0, sel1, stats_values, half):
     return kept
 
 
+@_one_thread
 def audit(mechanism: Mechanism, d0, d1, *, samples: int, rng: np.random.Generator | None = None,
           claimed_epsilon: float | None = None, confidence: float = 0.95, delta: float = 0.0,
           output: str = "auto", statistics: Mapping[str, Statistic] | None = None,
