@@ -1,0 +1,88 @@
+"""Private prediction on a local Ray cluster (two workers, the bundled SmolLM2): same bytes, crash-safe, resumable.
+
+One module-scoped cluster (``ray.init(num_cpus=2)`` in a private temp folder) and ONE
+test that uses it, so that two pytest-xdist workers never start two clusters.
+"""
+
+import json
+import shutil
+import tempfile
+
+import pytest
+
+from dpkit.cli import main
+
+ray = pytest.importorskip("ray", reason="the optional [scale] dependency (make setup installs it)")
+
+SAMPLE = "data/own_data_sample.csv"
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    folder = tempfile.mkdtemp(prefix="dpkit-ray-")  # short: Ray's socket paths must stay under 107 bytes
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR", _temp_dir=folder)
+    yield
+    ray.shutdown()
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def pp(out, *extra):
+    return main(["synth", "pp", "--input", SAMPLE, "--text-column", "text", "--label-column", "label",
+                 "--epsilon", "4", "--out", str(out), "--smoke", "--seed", "5", *extra])
+
+
+def written(out) -> list[str]:
+    lines = (out / "private" / "records.jsonl").read_text().splitlines()
+    return [json.loads(line)["key"] for line in lines]
+
+
+def ledger_entries(out) -> list:
+    return json.loads((out / "private" / "manifest.json").read_text())["ledger"]["entries"]
+
+
+@pytest.mark.slow
+def test_ray_release_is_byte_identical_survives_a_killed_worker_and_resumes(cluster, tmp_path, monkeypatch):
+    import dpkit.privpred.executors as executors
+
+    local = tmp_path / "local"
+    assert pp(local) == 0
+    expected = (local / "release" / "synthetic.jsonl").read_bytes()
+    batches = sorted(written(local))
+    assert len(batches) == 3                                        # smoke: one batch per label
+
+    # A worker is killed (os._exit) in the middle of its first batch: Ray restarts it and retries the batch.
+    marker = tmp_path / "crashed"
+    monkeypatch.setenv("DPKIT_RAY_CRASH_ONCE", str(marker))
+    on_ray = tmp_path / "ray"
+    assert pp(on_ray, "--executor", "ray", "--workers", "2") == 0
+    monkeypatch.delenv("DPKIT_RAY_CRASH_ONCE")
+    assert marker.exists()                                          # the crash did happen
+    assert (on_ray / "release" / "synthetic.jsonl").read_bytes() == expected
+    assert sorted(written(on_ray)) == batches                       # each batch written once
+    assert len(ledger_entries(on_ray)) == 1                         # charged once, for the whole layout
+    assert json.loads((on_ray / "release" / "config.json").read_text()) == \
+        json.loads((local / "release" / "config.json").read_text())
+
+    # A run interrupted after its first batch on the local executor resumes on Ray: finished batches are skipped.
+    decode_job, calls = executors.decode_job, []
+
+    def interrupted(*args):
+        if calls:
+            raise KeyboardInterrupt("simulated Ctrl-C")
+        calls.append(1)
+        return decode_job(*args)
+
+    monkeypatch.setattr(executors, "decode_job", interrupted)
+    resumed = tmp_path / "resumed"
+    with pytest.raises(KeyboardInterrupt):
+        pp(resumed)
+    monkeypatch.setattr(executors, "decode_job", decode_job)
+    first = written(resumed)
+    assert len(first) == 1 and not (resumed / "release").exists()
+    assert pp(resumed, "--executor", "ray", "--workers", "1") == 0
+    assert written(resumed)[0] == first[0] and sorted(written(resumed)) == batches
+    assert (resumed / "release" / "synthetic.jsonl").read_bytes() == expected
+    assert len(ledger_entries(resumed)) == 1
+    manifest = json.loads((resumed / "private" / "manifest.json").read_text())
+    assert manifest["status"] == "complete" and manifest["resumes"] == 1
+    assert ray.is_initialized()                                     # the executor leaves a caller's Ray running
