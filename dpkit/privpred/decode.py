@@ -8,7 +8,11 @@ tokens) are then a function of the public prompt and the released tokens only,
 bit for bit, whatever else is in the batch. The prompts are encoded once
 (prefill); afterwards each generated token costs one forward pass over the
 ``n`` private rows and one over the public row, reusing the key / value caches
--- the prefix is never re-encoded. The sampled token is appended to every row,
+-- the prefix is never re-encoded. On supported models the two passes walk the
+decoder together, operation by operation, without ever sharing an operation
+(:mod:`dpkit.privpred.stepping`): the weights read for the private rows are
+re-used from the processor's cache for the public row, and the logits are
+those of the two separate passes, bit for bit. The sampled token is appended to every row,
 so all rows continue the same synthetic text. When an example ends (``<eos>``
 or ``max_new_tokens``) and the batch still has private-token budget, the caches
 are cropped back to the prompts and the next example starts from the cached
@@ -55,6 +59,7 @@ import numpy as np
 import torch
 
 from dpkit.privpred.sampling import sample_private_token, sample_public_token
+from dpkit.privpred.stepping import CachedRows, advance_groups, supports
 from dpkit.privpred.svt import check_svt_parameters, svt_gate, svt_step
 from dpkit.validate import ParameterError, check_int, check_positive
 
@@ -221,6 +226,24 @@ class _Prefix:
         self.logits = out.logits[:, -1, :].float()
 
 
+def _rows(lm, texts: Sequence[str], use_cache: bool, grouped: bool, max_new_tokens: int,
+          keep_last: int | None = None):
+    """The decoding state of one group of prompts: grouped cached steps when the model allows, else its forward."""
+    if use_cache and grouped and supports(lm):
+        ids, mask = _tokenize(lm, texts, keep_last)
+        return CachedRows(lm, ids, mask, max_new_tokens)
+    return _Prefix(lm, texts, use_cache, keep_last=keep_last)
+
+
+def _advance(groups, token: int) -> None:
+    """One step of every group; grouped ones share weight reads (:func:`~dpkit.privpred.stepping.advance_groups`)."""
+    groups = [g for g in groups if g is not None]
+    advance_groups([g for g in groups if isinstance(g, CachedRows)], token)
+    for g in groups:
+        if isinstance(g, _Prefix):
+            g.advance(token)
+
+
 def _public_top_k(public_z: torch.Tensor, k: int | None):
     """The public row's top-``k`` token ids, sorted (None = the whole vocabulary); public data only."""
     if k is None:
@@ -230,7 +253,7 @@ def _public_top_k(public_z: torch.Tensor, k: int | None):
 
 
 def decode_batch(lm, private_texts: Sequence[str], public_text: str, settings: DecodeSettings,
-                 rng: np.random.Generator, *, use_cache: bool = True,
+                 rng: np.random.Generator, *, use_cache: bool = True, grouped_steps: bool = True,
                  on_example: Callable[[Example], None] | None = None,
                  on_step: Callable[[int, torch.Tensor], None] | None = None) -> BatchResult:
     """Run Algorithm 1's inner loops on one batch; ``private_texts`` and ``public_text`` are rendered prompts.
@@ -241,6 +264,10 @@ def decode_batch(lm, private_texts: Sequence[str], public_text: str, settings: D
     (a public rule); a public prompt that does not fit with ``max_new_tokens``
     raises :class:`ParameterError` (public data only, checked before decoding).
     ``on_step(step, public_logits)`` sees the public row's logits before each token.
+    ``grouped_steps`` (default) steps the private rows and the public row together
+    through :func:`~dpkit.privpred.stepping.advance_groups` when the model is
+    supported (same logits, bit for bit, as two forward passes; faster); False
+    keeps the model's own forward, one pass per group.
     """
     if not isinstance(settings, DecodeSettings):
         raise ParameterError("settings", settings, "must be a DecodeSettings")
@@ -257,8 +284,9 @@ def decode_batch(lm, private_texts: Sequence[str], public_text: str, settings: D
                              f"the PUBLIC prompt of {public_len} tokens plus max_new_tokens exceeds the model's "
                              f"context of {lm.context_length} tokens")
     n = len(private_texts)
-    public = _Prefix(lm, [public_text], use_cache)
-    private = _Prefix(lm, list(private_texts), use_cache, keep_last=room) if n else None
+    public = _rows(lm, [public_text], use_cache, grouped_steps, settings.max_new_tokens)
+    private = _rows(lm, list(private_texts), use_cache, grouped_steps, settings.max_new_tokens, keep_last=room) \
+        if n else None
     eos = set(lm.eos_token_ids)
     s, c, tau = settings.expected_batch_size, settings.clip, settings.temperature
     gate = svt_gate(settings.svt_threshold, settings.svt_sigma, s) if settings.svt else None
@@ -325,8 +353,6 @@ def decode_batch(lm, private_texts: Sequence[str], public_text: str, settings: D
             finish(complete=False)
             result.stopped_by = "max_steps"
             break
-        public.advance(token)
-        if private is not None:
-            private.advance(token)
+        _advance([private, public], token)
     result.forward_passes = public.passes + (private.passes if private is not None else 0)
     return result

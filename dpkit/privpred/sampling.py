@@ -19,8 +19,11 @@ epsilon ``2 (c/s + grid) / tau``, hence zCDP ``((c/s + grid)/tau)^2 / 2``.
 Restricting the candidates to ``allowed`` tokens (e.g. the public prompt's
 top-k) keeps this guarantee as long as the set is chosen without looking at the
 private prompts: the mechanism is then an exponential mechanism over a smaller,
-public output range. The candidates are gathered on the model's device, so only
-``k`` numbers travel to the host per token.
+public output range. The candidates are gathered on the model's device before
+any float64 work: the clip needs the row maxima over the whole vocabulary (one
+float32 reduction, exact), after which clipping, summing and rounding only touch
+the ``k`` candidate columns, and only ``k`` numbers travel to the host per token.
+The values are the same, bit for bit, as clipping the whole vocabulary first.
 
 Vectorized: ``logits`` may be ``(n_prompts, vocab)`` or ``(..., n_prompts, vocab)``
 and ``size`` draws independent samples.
@@ -31,6 +34,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import log_softmax
 
+from dpkit.privacy.exact import exact_exponential_sample
 from dpkit.privacy.private_prediction import private_token_contract, token_grid
 from dpkit.privpred.clipping import Denominator, aggregate_logits, clip_and_recenter, restrict_to
 from dpkit.validate import ParameterError, check_positive
@@ -50,6 +54,20 @@ def _zbar(logits, clip: float, expected_batch_size: float, denominator: Denomina
     if type(logits).__module__.startswith("torch"):
         logits = logits.double()
     return aggregate_logits(clip_and_recenter(logits, clip), expected_batch_size, denominator)
+
+
+def _zbar_candidates(logits, clip: float, expected_batch_size: float, denominator: Denominator, idx):
+    """``_zbar`` on the candidate columns ``idx`` of torch ``logits`` only (same values as the full vector's).
+
+    ``clip_c(z)_i = max(-c, z_i - max_j z_j + c)`` is elementwise once the row
+    maximum over the WHOLE vocabulary is known; a float32 maximum is exact, so
+    the float64 results equal those of clipping the whole vocabulary in float64.
+    """
+    clip = check_positive("clip", clip)
+    top = logits.max(dim=-1, keepdim=True).values.double() if logits.shape[-2] else None
+    picked = logits[..., idx].double()
+    clipped = (picked - top + clip).clamp_min(-clip) if top is not None else picked
+    return aggregate_logits(clipped, expected_batch_size, denominator)
 
 
 def _to_numpy(x) -> np.ndarray:
@@ -112,8 +130,16 @@ def sample_private_token(logits, clip: float, expected_batch_size: float, temper
     """
     _check_rng(rng)
     temperature = check_positive("temperature", temperature)
+    grid = token_grid(expected_batch_size, clip)
+    if allowed is not None and type(logits).__module__.startswith("torch") and logits.ndim >= 2:
+        idx = _candidates(allowed, logits.device)
+        if len(idx) == 0:
+            raise ParameterError("allowed", allowed, "must allow at least one token")
+        zbar = _zbar_candidates(logits, clip, expected_batch_size, denominator, idx)
+        picked = exact_exponential_sample(_to_numpy(zbar), temperature, rng, grid, size=size)
+        return _to_numpy(idx).astype(np.int64)[picked]
     zbar = _zbar(logits, clip, expected_batch_size, denominator)
-    return _draw(zbar, temperature, token_grid(expected_batch_size, clip), rng, allowed, size)
+    return _draw(zbar, temperature, grid, rng, allowed, size)
 
 
 def sample_public_token(public_logits, temperature: float, rng: np.random.Generator, *, allowed=None,
