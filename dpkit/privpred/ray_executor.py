@@ -204,6 +204,15 @@ class RayExecutor:
             yield job, record
             submit(worker)
 
+    def start(self, lm=None) -> "RayExecutor":
+        """Connect and start the workers now, each loading the model named by ``lm`` (None = the bundled one);
+        returns when every worker has loaded it (e.g. to leave start-up out of a timing)."""
+
+        ray = self._connect()
+        self._ensure_actors(ray, None if lm is None else model_spec(lm))
+        ray.get([actor.peak_rss_mb.remote() for actor in self._actors])
+        return self
+
     def peak_rss_mb(self) -> list[float]:
         """Each live worker's peak resident memory in MiB (empty before the first :meth:`decode`)."""
         if not self._actors:
