@@ -9,10 +9,9 @@ import shutil
 import tempfile
 
 import pytest
+import ray  # the optional [scale] dependency: make setup installs it, so a missing Ray fails here
 
 from dpkit.cli import main
-
-ray = pytest.importorskip("ray", reason="the optional [scale] dependency (make setup installs it)")
 
 SAMPLE = "data/own_data_sample.csv"
 

@@ -45,6 +45,7 @@ from __future__ import annotations
 import importlib.util
 import itertools
 import os
+from pathlib import Path
 from typing import Iterable, Iterator
 
 import numpy as np
@@ -72,7 +73,10 @@ def model_spec(lm) -> str | None:
     if not isinstance(lm, LocalLM):
         raise ParameterError("model", lm, "a Ray worker loads the model by its name: give None, 'local', a "
                              "LocalLM from dpkit.models.load_lm or the local backend")
-    return None if lm.name == BUNDLED_LM else str(lm.name)
+    if lm.name == BUNDLED_LM:
+        return None
+    path = Path(str(lm.name))
+    return str(path.resolve()) if path.exists() else str(lm.name)  # a local folder, whatever a worker's cwd
 
 
 class DecodeWorker:
