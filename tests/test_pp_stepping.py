@@ -42,11 +42,13 @@ def _prompts(lm, n):
 
 
 @pytest.mark.slow
-def test_grouped_steps_equal_the_models_forward_bit_for_bit(lm):
+def test_grouped_steps_equal_the_models_forward_bit_for_bit(lm, monkeypatch):
+    from dpkit.privpred import stepping
     from dpkit.privpred.decode import _Prefix, _tokenize
     from dpkit.privpred.stepping import CachedRows, advance_groups, supports
 
     assert supports(lm)
+    monkeypatch.setattr(stepping, "INITIAL_ROOM", 1)   # the buffers grow twice on the way
     private, public = _prompts(lm, 3)   # prompts of different lengths: the private rows are padded
     ref_pub, ref_pri = _Prefix(lm, [public], True), _Prefix(lm, private, True)
     pub = CachedRows(lm, *_tokenize(lm, [public], None), max_new_tokens=4)
@@ -64,6 +66,7 @@ def test_grouped_steps_equal_the_models_forward_bit_for_bit(lm):
             advance_groups([alone], token)
             assert torch.equal(pub.logits, ref_pub.logits) and torch.equal(pri.logits, ref_pri.logits)
             assert torch.equal(alone.logits, pub.logits)   # the public row never depends on the private rows
+    assert pub.capacity == pub.prompt_len + 4
     advance_groups([pub], 5)
     with pytest.raises(RuntimeError, match="full"):
         advance_groups([pub], 5)

@@ -12,9 +12,10 @@ needs it. On a CPU at small batch sizes the linear layers are limited by
 reading the weights, and running the public row's pass right after the private
 rows', weight by weight, costs much less than a second pass over the model.
 
-:class:`CachedRows` keeps each group's key / value cache in buffers allocated
-once for the prompts plus ``max_new_tokens`` (no concatenation per step) and
-the padding mask and positions preallocated too; ``restart`` returns to the
+:class:`CachedRows` keeps each group's key / value cache in preallocated
+buffers (the prompts plus up to 128 new tokens, doubled when full, at most
+``max_new_tokens``; no concatenation per step) and the padding mask and
+positions preallocated too; ``restart`` returns to the
 end of the prompts by resetting a length. The prompts are encoded by the
 model's own forward pass (prefill); decoding steps re-use the model's modules
 (norms, projections, rotary embedding, attention function) in the order the
@@ -30,6 +31,9 @@ import sys
 from typing import Sequence
 
 import torch
+
+
+INITIAL_ROOM = 128   # new-token positions allocated up front; the buffers double when full
 
 
 def supports(lm) -> bool:
@@ -62,7 +66,8 @@ class CachedRows:
         self.lm = lm
         self.ids, self.mask = ids, mask
         self.rows, self.prompt_len = int(ids.shape[0]), int(ids.shape[1])
-        self.capacity = self.prompt_len + int(max_new_tokens)
+        self.limit = self.prompt_len + int(max_new_tokens)
+        self.capacity = self.prompt_len + min(int(max_new_tokens), INITIAL_ROOM)
         self.passes = 0
         self._prefill()
 
@@ -99,9 +104,26 @@ class CachedRows:
         self.cur_pos = self.prompt_pos
         self.logits = self.prompt_logits
 
+    def _grow(self):
+        """Double the room for new tokens (up to ``max_new_tokens``): one copy, rarely."""
+        if self.capacity >= self.limit:
+            raise RuntimeError(f"cache of {self.limit} positions is full (prompt {self.prompt_len} + max_new_tokens)")
+        new = min(self.limit, self.prompt_len + 2 * (self.capacity - self.prompt_len))
+
+        def wider(t):
+            out = t.new_empty((*t.shape[:2], new, *t.shape[3:]))
+            out[:, :, :self.capacity].copy_(t)
+            return out
+
+        self.keys = [wider(k) for k in self.keys]
+        self.values = [wider(v) for v in self.values]
+        full = torch.ones((self.rows, new), dtype=torch.bool, device=self.full_mask.device)
+        full[:, :self.capacity] = self.full_mask
+        self.full_mask, self.capacity = full, new
+
     def _begin_step(self, token: int):
         if self.length >= self.capacity:
-            raise RuntimeError(f"cache of {self.capacity} positions is full (prompt {self.prompt_len} + new tokens)")
+            self._grow()
         self.token_ids.fill_(int(token))
         self.cur_pos = self.cur_pos + 1
         self.length += 1
