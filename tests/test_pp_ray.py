@@ -85,3 +85,19 @@ def test_ray_release_is_byte_identical_survives_a_killed_worker_and_resumes(clus
     manifest = json.loads((resumed / "private" / "manifest.json").read_text())
     assert manifest["status"] == "complete" and manifest["resumes"] == 1
     assert ray.is_initialized()                                     # the executor leaves a caller's Ray running
+
+    # A worker that dies more often than max_restarts allows stops the run with a BackendError (the CLI keeps
+    # the run and exits 1; the same command resumes it).
+    from dpkit.backends.base import BackendError
+    from dpkit.models import load_lm
+    from dpkit.privpred import PrivatePredictionConfig, generate_synthetic, get_template
+    from dpkit.privpred.ray_executor import RayExecutor, WorkerFailure
+
+    monkeypatch.setenv("DPKIT_RAY_CRASH_ONCE", str(tmp_path / "crashed-for-good"))
+    cfg = PrivatePredictionConfig(epsilon=10, delta=1e-3, expected_batch_size=2, clip=2, max_new_tokens=2,
+                                  max_examples_per_batch=1)
+    with RayExecutor(workers=1, max_restarts=0) as executor, pytest.raises(WorkerFailure) as failure:
+        generate_synthetic(["A warm film.", "Dull."], get_template("sentiment"), cfg, labels=[1, 0],
+                           label_names=["negative", "positive"], n_batches=1, model=load_lm(), seed=0,
+                           executor=executor)
+    assert isinstance(failure.value, BackendError) and "max_restarts=0" in str(failure.value)
