@@ -14,8 +14,11 @@ from dpkit.validate import ParameterError
 @pytest.mark.parametrize("name", sorted(METHODS))
 def test_one_entry_point_and_a_stated_guarantee(name):
     method = METHODS[name]
-    assert list(inspect.signature(method.synthesize).parameters) == ["records", "config", "run", "backend",
-                                                                     "seed_sequence"]
+    params = inspect.signature(method.synthesize).parameters.values()
+    shared = [p.name for p in params if p.kind is not inspect.Parameter.KEYWORD_ONLY]
+    assert shared == ["records", "config", "run", "backend", "seed_sequence"]
+    # a method may take more, keyword-only and optional (private prediction's executor), never required
+    assert all(p.default is not inspect.Parameter.empty for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY)
     statement = method.STATEMENT.to_dict()
     assert set(statement) == {"neighbouring", "unit", "measure", "sensitivity", "output_size", "labels"}
     assert all(isinstance(v, str) and v for v in statement.values())
