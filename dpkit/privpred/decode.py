@@ -26,7 +26,12 @@ analysis of Theorem 1 covers ``0 -> 1`` prompts.
 
 At each step (see :mod:`dpkit.privpred.sampling` and :mod:`dpkit.privpred.svt`):
 
-1. optional candidate set: the public row's top-``k`` tokens (public data only);
+0. optional grammar (:mod:`dpkit.privpred.grammar`): the candidates are the
+   tokens that keep a JSON record valid, a function of the public schema and the
+   released tokens; a step with ONE candidate emits it, *forced*, without
+   reading the private rows, without an SVT query and without randomness;
+1. optional candidate set: the public row's top-``k`` tokens (public data only),
+   within the grammar's candidates when there is a grammar;
 2. with SVT on, an AboveThreshold query on ``d(Z, z_pub)``; below the noisy
    threshold a public token is drawn from ``softmax(z_pub / tau_public)``;
 3. otherwise a private token from ``softmax(zbar / tau)``, ``zbar`` the clipped
@@ -36,8 +41,12 @@ At each step (see :mod:`dpkit.privpred.sampling` and :mod:`dpkit.privpred.svt`):
 Decoding of the batch stops when ``t`` reaches the cap ``r`` (the guarantee is
 computed from ``r``, never from the tokens actually used), when
 ``max_examples`` examples are done, or after ``max_steps`` tokens; the last
-example may then be incomplete (``complete=False``). All of these stopping rules
-depend on the released tokens and public constants only.
+example may then be incomplete (``complete=False``). With a grammar no example
+is cut: one that reaches the cap ``r`` is finished with public tokens only (the
+public row's prediction within the grammar, no private row read, no SVT
+query), and no example is started that its longest form would not fit into the
+remaining ``max_steps``. All of these stopping rules depend on the released
+tokens and public constants only.
 
 Public input rule: a private prompt longer than the model's context minus
 ``max_new_tokens`` keeps its LAST tokens (the answer prefix); a long private
@@ -58,6 +67,7 @@ from typing import Callable, Sequence
 import numpy as np
 import torch
 
+from dpkit.privpred.grammar import JsonGrammar, compile_grammar
 from dpkit.privpred.sampling import sample_private_token, sample_public_token
 from dpkit.privpred.stepping import CachedRows, advance_groups, supports
 from dpkit.privpred.svt import check_svt_parameters, svt_gate, svt_step
@@ -74,7 +84,8 @@ class DecodeSettings:
     full vocabulary), ``max_private_tokens`` r (the cap the guarantee is computed
     from), ``max_new_tokens`` per example, ``max_examples`` per batch (None = no
     limit), ``max_steps`` tokens per batch (None = ``r * max_new_tokens``... i.e.
-    a generous bound, only relevant with SVT on).
+    a generous bound, only relevant with SVT on), ``grammar``: a public
+    :class:`~dpkit.privpred.grammar.JsonGrammar` every example follows (None = free text).
     """
 
     expected_batch_size: float
@@ -88,6 +99,7 @@ class DecodeSettings:
     max_new_tokens: int = 64
     max_examples: int | None = None
     max_steps: int | None = None
+    grammar: JsonGrammar | None = None
 
     def __post_init__(self):
         s = check_positive("expected_batch_size", self.expected_batch_size)
@@ -107,6 +119,8 @@ class DecodeSettings:
             check_int("max_examples", self.max_examples, minimum=1)
         if self.max_steps is not None:
             check_int("max_steps", self.max_steps, minimum=1)
+        if self.grammar is not None and not isinstance(self.grammar, JsonGrammar):
+            raise ParameterError("grammar", self.grammar, "must be a JsonGrammar or None")
 
     @property
     def svt(self) -> bool:
@@ -150,13 +164,15 @@ class BatchResult:
     examples: list[Example] = field(default_factory=list)
     private_tokens: int = 0
     public_tokens: int = 0
+    forced_tokens: int = 0
     forward_passes: int = 0
     stopped_by: str = ""
 
     def to_record(self) -> dict:
         """The releasable part: the examples and counts that are functions of the released tokens."""
         return {"examples": [asdict(e) for e in self.examples], "private_tokens": self.private_tokens,
-                "public_tokens": self.public_tokens, "stopped_by": self.stopped_by}
+                "public_tokens": self.public_tokens, "forced_tokens": self.forced_tokens,
+                "stopped_by": self.stopped_by}
 
 
 def _positions(mask: torch.Tensor) -> torch.Tensor:
@@ -244,8 +260,17 @@ def _advance(groups, token: int) -> None:
             g.advance(token)
 
 
-def _public_top_k(public_z: torch.Tensor, k: int | None):
-    """The public row's top-``k`` token ids, sorted (None = the whole vocabulary); public data only."""
+def _public_top_k(public_z: torch.Tensor, k: int | None, within: torch.Tensor | None = None):
+    """The public row's top-``k`` token ids, sorted, among ``within`` (None: the whole vocabulary).
+
+    ``k`` None: all of ``within`` (None = no restriction). Public data only.
+    """
+    if within is not None:
+        within = within.to(public_z.device)
+        if k is None:
+            return within
+        k = min(int(k), int(within.shape[0]))
+        return torch.sort(within[torch.topk(public_z[within], k, sorted=False).indices]).values
     if k is None:
         return None
     k = min(int(k), int(public_z.shape[-1]))
@@ -283,6 +308,11 @@ def decode_batch(lm, private_texts: Sequence[str], public_text: str, settings: D
         raise ParameterError("max_new_tokens", settings.max_new_tokens,
                              f"the PUBLIC prompt of {public_len} tokens plus max_new_tokens exceeds the model's "
                              f"context of {lm.context_length} tokens")
+    grammar = compile_grammar(settings.grammar, lm) if settings.grammar is not None else None
+    if grammar is not None and grammar.longest_record() > settings.max_new_tokens:
+        raise ParameterError("max_new_tokens", settings.max_new_tokens,
+                             f"must be at least {grammar.longest_record()}: the grammar's longest record under "
+                             f"its caps (lower max_string_tokens or max_digits, or raise max_new_tokens)")
     n = len(private_texts)
     public = _rows(lm, [public_text], use_cache, grouped_steps, settings.max_new_tokens)
     private = _rows(lm, list(private_texts), use_cache, grouped_steps, settings.max_new_tokens, keep_last=room) \
@@ -298,8 +328,11 @@ def decode_batch(lm, private_texts: Sequence[str], public_text: str, settings: D
     tokens: list[int] = []
     private_flags: list[bool] = []
     steps = 0
+    where = grammar.start() if grammar is not None else None
+    public_only = False  # with a grammar, once the cap r is reached: public tokens until the record ends
 
     def finish(complete: bool):
+        nonlocal where
         ex = Example(lm.tokenizer.decode(tokens, skip_special_tokens=True).strip(), list(tokens),
                      list(private_flags), complete)
         result.examples.append(ex)
@@ -307,17 +340,23 @@ def decode_batch(lm, private_texts: Sequence[str], public_text: str, settings: D
             on_example(ex)
         tokens.clear()
         private_flags.clear()
+        where = grammar.start() if grammar is not None else None
 
     while True:
         public_z = public.logits[0]
         private_z = private.logits if private is not None else empty
         if on_step is not None:
             on_step(steps, public_z)
-        allowed = _public_top_k(public_z, settings.top_k)
-        is_private = True
-        if session is not None:
-            is_private, _ = svt_step(private_z, public_z, s, session)
-        if is_private:
+        forced, within = where.step() if where is not None else (None, None)
+        is_private = forced is None and not public_only
+        if forced is None:
+            allowed = _public_top_k(public_z, settings.top_k, within)
+            if session is not None and not public_only:
+                is_private, _ = svt_step(private_z, public_z, s, session)
+        if forced is not None:
+            token = forced
+            result.forced_tokens += 1
+        elif is_private:
             token = int(sample_private_token(private_z, c, s, tau, rng, allowed=allowed))
             result.private_tokens += 1
             if session is not None:
@@ -328,6 +367,8 @@ def decode_batch(lm, private_texts: Sequence[str], public_text: str, settings: D
         steps += 1
         ended = token in eos
         if not ended:
+            if where is not None:
+                where.advance(token)
             tokens.append(token)
             private_flags.append(is_private)
         if ended or len(tokens) >= settings.max_new_tokens:
@@ -338,21 +379,24 @@ def decode_batch(lm, private_texts: Sequence[str], public_text: str, settings: D
             if settings.max_examples is not None and len(result.examples) >= settings.max_examples:
                 result.stopped_by = "max_examples"
                 break
-            if steps >= settings.step_limit:
-                result.stopped_by = "max_steps"
+            if steps >= settings.step_limit or (grammar is not None
+                                                and steps + grammar.longest_record() > settings.step_limit):
+                result.stopped_by = "max_steps"  # with a grammar: no record is started that could not end
                 break
             public.restart()
             if private is not None:
                 private.restart()
             continue
-        if result.private_tokens >= settings.max_private_tokens:
-            finish(complete=False)
-            result.stopped_by = "private-token cap r"
-            break
+        if result.private_tokens >= settings.max_private_tokens and not public_only:
+            if grammar is None:
+                finish(complete=False)
+                result.stopped_by = "private-token cap r"
+                break
+            public_only = True  # the record is finished from the public prompt alone, for free
         if steps >= settings.step_limit:
             finish(complete=False)
             result.stopped_by = "max_steps"
             break
-        _advance([private, public], token)
+        _advance([None if public_only else private, public], token)
     result.forward_passes = public.passes + (private.passes if private is not None else 0)
     return result

@@ -57,6 +57,25 @@ class RecordSchema:
         return {"type": "object", "properties": properties, "required": list(self.fields),
                 "additionalProperties": False}
 
+    def grammar(self, prefix: str = "", max_string_tokens: int = 32, max_digits: int = 4):
+        """This schema as a decoding grammar (:mod:`dpkit.privpred.grammar`): strings, choices, integers >= 1.
+
+        ``prefix``: the record's start that the prompt already wrote (a template's ``output_prefix``).
+        """
+        from dpkit.privpred.grammar import JsonField, JsonGrammar
+
+        fields = []
+        for name, typ in self.fields.items():
+            if typ is str:
+                choices = tuple(self.choices.get(name, ()))
+                fields.append(JsonField(name, "choice" if choices else "string", choices))
+            elif typ is int:
+                fields.append(JsonField(name, "integer"))
+            else:
+                raise ParameterError("fields", {name: typ.__name__}, "a decoding grammar supports str and int "
+                                                                   "fields only")
+        return JsonGrammar(tuple(fields), prefix, max_string_tokens, max_digits)
+
     def validate(self, record) -> list[str]:
         """Violations of the schema (empty list: valid): JSON Schema first, then the custom checks."""
         if not isinstance(record, dict):

@@ -65,6 +65,7 @@ from dpkit.privacy import (PrivacyLedger, max_private_tokens, private_prediction
                            private_prediction_guarantee, zcdp_to_epsilon)
 from dpkit.privpred.batching import assign_batches
 from dpkit.privpred.decode import DecodeSettings
+from dpkit.privpred.grammar import JsonGrammar
 from dpkit.privpred.executors import BatchJob, check_executor
 from dpkit.privpred.prompts import PromptTemplate
 from dpkit.validate import ParameterError, check_int, check_positive, check_probability
@@ -114,6 +115,7 @@ class PrivatePredictionConfig:
     max_steps_per_batch: int | None = None
     hash_key: str = ""
     max_record_tokens: int = 256
+    grammar: JsonGrammar | None = None   # public: every example a valid record (dpkit.privpred.grammar)
 
     def __post_init__(self):
         check_positive("epsilon", self.epsilon)
@@ -141,7 +143,7 @@ class PrivatePredictionConfig:
             max_private_tokens=r if r is not None else 1, public_temperature=self.public_temperature,
             svt_threshold=self.svt_threshold, svt_sigma=self.svt_sigma, top_k=self.top_k,
             max_new_tokens=self.max_new_tokens, max_examples=self.max_examples_per_batch,
-            max_steps=self.max_steps_per_batch)
+            max_steps=self.max_steps_per_batch, grammar=self.grammar)
 
     def contract(self):
         """Theorem 1's contract at the cap ``r`` (not at the tokens a run happens to use)."""
@@ -346,9 +348,10 @@ def generate_synthetic(records: Sequence[str], template: PromptTemplate, config:
         run.update(ledger=ledger.to_dict(), guarantee=config.guarantee())
     priv = sum(b["private_tokens"] for b in out_batches)
     pub = sum(b["public_tokens"] for b in out_batches)
+    forced = sum(b.get("forced_tokens", 0) for b in out_batches)
     stats = {"batches": len(out_batches), "examples": len(out_examples),
              "complete_examples": sum(e.complete for e in out_examples),
-             "private_tokens": priv, "public_tokens": pub,
-             "private_fraction": priv / max(1, priv + pub)}
+             "private_tokens": priv, "public_tokens": pub, "forced_tokens": forced,
+             "private_fraction": priv / max(1, priv + pub + forced)}
     return SyntheticResult(out_examples, out_batches, ledger, config.guarantee(), config, contract, stats,
                            reproducible)
