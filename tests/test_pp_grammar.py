@@ -157,3 +157,17 @@ def test_decoding_under_the_grammar_gives_valid_records_and_public_decisions(lm,
         assert where.step()[0] in lm.eos_token_ids
     if not svt:
         assert result.private_tokens == 3 and result.stopped_by == "private-token cap r"
+
+
+def test_the_public_prompt_alone_writes_valid_records_under_the_grammar(lm):
+    template = json_template(REVIEW_SCHEMA.describe(), first_field="sentiment", example_record=REVIEW_EXAMPLE)
+    grammar = REVIEW_SCHEMA.grammar(prefix=template.output_prefix, max_string_tokens=10)
+    public = template.render(lm, template.public_message())
+    settings_ = DecodeSettings(expected_batch_size=2, clip=2, temperature=1, max_private_tokens=1, max_new_tokens=40,
+                               max_examples=2, top_k=10, grammar=grammar)
+    result = decode_batch(lm, [], public, settings_, np.random.default_rng(0), public_only=True)
+    assert len(result.examples) == 2 and result.private_tokens == 0 and result.stopped_by == "max_examples"
+    assert all(REVIEW_SCHEMA.validate(parse_record(template.finish(e.text))) == [] for e in result.examples)
+    with pytest.raises(ParameterError) as err:
+        decode_batch(lm, ["a private prompt"], public, settings_, np.random.default_rng(0), public_only=True)
+    assert err.value.name == "public_only"

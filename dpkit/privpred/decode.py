@@ -280,7 +280,8 @@ def _public_top_k(public_z: torch.Tensor, k: int | None, within: torch.Tensor | 
 def decode_batch(lm, private_texts: Sequence[str], public_text: str, settings: DecodeSettings,
                  rng: np.random.Generator, *, use_cache: bool = True, grouped_steps: bool = True,
                  on_example: Callable[[Example], None] | None = None,
-                 on_step: Callable[[int, torch.Tensor], None] | None = None) -> BatchResult:
+                 on_step: Callable[[int, torch.Tensor], None] | None = None,
+                 public_only: bool = False) -> BatchResult:
     """Run Algorithm 1's inner loops on one batch; ``private_texts`` and ``public_text`` are rendered prompts.
 
     ``lm`` is a :class:`~dpkit.models.lm.LocalLM` (private prompts never leave
@@ -292,7 +293,9 @@ def decode_batch(lm, private_texts: Sequence[str], public_text: str, settings: D
     ``grouped_steps`` (default) steps the private rows and the public row together
     through :func:`~dpkit.privpred.stepping.advance_groups` when the model is
     supported (same logits, bit for bit, as two forward passes; faster); False
-    keeps the model's own forward, one pass per group.
+    keeps the model's own forward, one pass per group. ``public_only``: every
+    token from the public row (the epsilon = 0 baseline: no private prompts, no
+    SVT); decoding ends by ``max_examples`` or ``max_steps``, one of which is needed.
     """
     if not isinstance(settings, DecodeSettings):
         raise ParameterError("settings", settings, "must be a DecodeSettings")
@@ -302,6 +305,9 @@ def decode_batch(lm, private_texts: Sequence[str], public_text: str, settings: D
         raise ParameterError("private_texts", private_texts, "must be a sequence of rendered prompts (may be empty)")
     if not isinstance(public_text, str) or not public_text:
         raise ParameterError("public_text", public_text, "must be a non-empty rendered prompt")
+    if public_only and (len(private_texts) or (settings.max_examples is None and settings.max_steps is None)):
+        raise ParameterError("public_only", public_only, "needs no private prompts and settings with max_examples "
+                                                         "or max_steps (nothing else ends a public-only decoding)")
     room = lm.context_length - settings.max_new_tokens
     public_len = len(lm.tokenizer(public_text, add_special_tokens=False)["input_ids"])
     if public_len > room:
@@ -329,7 +335,10 @@ def decode_batch(lm, private_texts: Sequence[str], public_text: str, settings: D
     private_flags: list[bool] = []
     steps = 0
     where = grammar.start() if grammar is not None else None
-    public_only = False  # with a grammar, once the cap r is reached: public tokens until the record ends
+    # with a grammar, once the cap r is reached: public tokens until the record ends
+    public_only = bool(public_only)
+    step_limit = settings.step_limit if not public_only else (
+        settings.max_steps or settings.max_new_tokens * settings.max_examples)
 
     def finish(complete: bool):
         nonlocal where
@@ -379,8 +388,8 @@ def decode_batch(lm, private_texts: Sequence[str], public_text: str, settings: D
             if settings.max_examples is not None and len(result.examples) >= settings.max_examples:
                 result.stopped_by = "max_examples"
                 break
-            if steps >= settings.step_limit or (grammar is not None
-                                                and steps + grammar.longest_record() > settings.step_limit):
+            if steps >= step_limit or (grammar is not None
+                                                and steps + grammar.longest_record() > step_limit):
                 result.stopped_by = "max_steps"  # with a grammar: no record is started that could not end
                 break
             public.restart()
@@ -393,7 +402,7 @@ def decode_batch(lm, private_texts: Sequence[str], public_text: str, settings: D
                 result.stopped_by = "private-token cap r"
                 break
             public_only = True  # the record is finished from the public prompt alone, for free
-        if steps >= settings.step_limit:
+        if steps >= step_limit:
             finish(complete=False)
             result.stopped_by = "max_steps"
             break
