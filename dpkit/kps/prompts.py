@@ -4,11 +4,14 @@ No helper here marks a caller's text. The keyphrases must be the
 :class:`~dpkit.privacy.marks.Privatized` terms that DP-KPS released
 (:meth:`dpkit.kps.pipeline.KPSModel.sequences` returns them, with the
 vocabulary and KDE releases and their ledger entries as provenance). The
-document type, a class name and few-shot examples must be
-:class:`~dpkit.privacy.marks.Public`, written as such by the caller -- that is
-the caller's statement that they were never private (for example a client's
-own public records; never documents of the private corpus). A plain ``str``
-is refused with :class:`~dpkit.validate.ParameterError`.
+document type and a class name must be :class:`~dpkit.privacy.marks.Public`,
+written as such by the caller -- that is the caller's statement that they were
+never private (for example a client's own public records; never documents of
+the private corpus). A few-shot example is either such Public text or an
+earlier *synthetic* text, marked :class:`~dpkit.privacy.marks.Privatized` by
+:func:`synthetic_example` (the completion of a privatized prompt is
+post-processing of the release). A plain ``str`` is refused with
+:class:`~dpkit.validate.ParameterError`.
 :func:`~dpkit.privacy.marks.compose_prompt` joins the pieces, so a DP-KPS
 prompt is privatized by construction and a remote backend accepts it. The
 class is never named in a DP-KPS prompt.
@@ -21,7 +24,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from dpkit.privacy.marks import Privatized, Public, compose_prompt, require_marked
+from dpkit.privacy.marks import Privatized, Public, compose_prompt, post_process, require_marked
 from dpkit.validate import ParameterError
 
 DEFAULT_TEMPLATE = Public(
@@ -45,6 +48,25 @@ def keyphrase_text(terms: Sequence[Privatized]) -> Privatized:
     return Public(", ").join_marked(terms)
 
 
+def synthetic_example(prompt: Privatized, completion: str, max_chars: int = 300) -> Privatized:
+    """A model's ``completion`` of a privatized DP-KPS ``prompt``, marked Privatized for reuse as an example.
+
+    Guarantee: the completion is a function of the prompt, the public model and
+    a public sampling seed only, so it is post-processing of the release that
+    produced the prompt and keeps the prompt's provenance (its ledger entries);
+    using it in later prompts costs no privacy. The caller must pass the
+    completion of exactly this prompt. It is cut to its first ``max_chars``
+    characters (a public rule).
+    """
+    require_marked("prompt", prompt, (Privatized,))
+    if not isinstance(completion, str) or isinstance(completion, (Public, Privatized)):
+        raise ParameterError("completion", type(completion).__name__, "must be the plain text the model returned")
+    max_chars = int(max_chars)
+    if max_chars < 1:
+        raise ParameterError("max_chars", max_chars, "must be a positive number of characters")
+    return post_process(prompt, lambda _prompt: " ".join(completion.split())[:max_chars])
+
+
 def _public_text(name: str, value) -> Public:
     require_marked(name, value, (Public,))
     if not value.strip():
@@ -53,14 +75,16 @@ def _public_text(name: str, value) -> Public:
 
 
 def kps_prompt(terms: Sequence[Privatized], document_type: Public, *,
-               examples: Sequence[Public] | None = None, template: Public | None = None) -> Privatized:
-    """A privatized DP-KPS prompt; ``examples`` are Public few-shot texts written by the caller."""
+               examples: Sequence[Public | Privatized] | None = None, template: Public | None = None) -> Privatized:
+    """A privatized DP-KPS prompt; ``examples``: Public texts or :func:`synthetic_example` outputs."""
     fields = dict(document_type=_public_text("document_type", document_type), keyphrases=keyphrase_text(terms))
     if examples:
         if isinstance(examples, str) or not isinstance(examples, Sequence):
             raise ParameterError("examples", type(examples).__name__, "must be a sequence of Public example texts")
         for i, example in enumerate(examples):
-            _public_text(f"examples[{i}]", example)
+            require_marked(f"examples[{i}]", example, (Public, Privatized))
+            if not example.strip():
+                raise ParameterError(f"examples[{i}]", example, "must be a non-empty example text")
         fields["examples"] = Public("\n").join_marked(
             [compose_prompt(Public("- {example}"), example=e) for e in examples])
         return compose_prompt(template or FEW_SHOT_TEMPLATE, **fields)

@@ -5,9 +5,18 @@ prompts; everything after the keyphrase sequences is post-processing. The
 keyphrase sequences are checkpointed (with the ledger entries they cost) before
 any model sees them, so a resumed run never draws them again.
 
+Few-shot from privatized seeds (``few_shot > 0``): the first ``few_shot``
+texts of each label are written from their keyphrases alone; every later text
+of the label is prompted with those earlier *synthetic* texts as examples.
+Privacy: an example is the model's completion of a prompt that holds only
+DP-KPS's privatized keyphrases and public text, sampled with a public seed, so
+it is post-processing of the release (no record is read, nothing is charged);
+it carries the prompt's provenance (:func:`dpkit.kps.prompts.synthetic_example`),
+so the guard of an API backend still sees a privatized prompt.
+
 Randomness (children of the run's root, :mod:`dpkit.seeds`): ``0`` the
 vocabulary and DP-KDE noise, ``(1, c)`` class ``c``'s sequence sampling,
-``2`` the LLM's sampling seed.
+``2`` the LLM's sampling seed (``3`` for the few-shot round).
 """
 
 from __future__ import annotations
@@ -55,9 +64,13 @@ class Config:
     temperature: float = 0.7
     batch_size: int = 8
     max_chars: int = 2000
+    few_shot: int = 0                  # earlier synthetic texts of the label shown as examples (post-processing)
+    example_chars: int = 200           # each example cut to its first example_chars characters
 
     def __post_init__(self):
         check_positive("epsilon", self.epsilon)
+        check_int("few_shot", self.few_shot, minimum=0)
+        check_int("example_chars", self.example_chars, minimum=1)
         check_int("n_per_class", self.n_per_class, minimum=1)
         check_in_range("vocabulary_share", self.vocabulary_share, 0.0, 1.0, low_open=True, high_open=True)
         check_choice("vocabulary", self.vocabulary, VOCABULARIES)
@@ -91,12 +104,39 @@ def _public_vocabulary(name: str):
     return PhraseMatcher(words)
 
 
+def _generate(sequences, config: Config, run, backend, seed_sequence) -> dict[str, tuple]:
+    """key ``text-c-i`` -> (prompt, completion), in the order of the sequences.
+
+    Round 1: the first ``few_shot`` sequences of each label (all of them when
+    ``few_shot`` is 0), from their keyphrases alone. Round 2: the rest, each with
+    its label's round-1 texts as examples (see the module docstring).
+    """
+    from dpkit.kps.prompts import kps_prompt, synthetic_example
+    from dpkit.privacy.marks import Public
+
+    document_type = Public(config.document_type)  # public configuration
+    keys = {(c, i): f"text-{c}-{i}" for c, seqs in enumerate(sequences) for i in range(len(seqs))}
+    first = {k for k in keys if config.few_shot == 0 or k[1] < config.few_shot}
+    generation = dict(max_new_tokens=config.max_new_tokens, temperature=config.temperature)
+    # the keyphrases are the Privatized terms DP-KPS released
+    prompts = {keys[k]: kps_prompt(list(sequences[k[0]][k[1]]), document_type) for k in keys if k in first}
+    done = generate_keyed(run, backend, prompts, batch_size=config.batch_size, desc="kps: generating",
+                          seed=int_seed(seed_sequence, 2), **generation)
+    examples = {c: [synthetic_example(prompts[keys[k]], done[keys[k]], config.example_chars)
+                    for k in sorted(first) if k[0] == c and done[keys[k]].strip()] for c in range(len(sequences))}
+    later = {keys[k]: kps_prompt(list(sequences[k[0]][k[1]]), document_type, examples=examples[k[0]] or None)
+             for k in keys if k not in first}
+    if later:
+        done.update(generate_keyed(run, backend, later, batch_size=config.batch_size, desc="kps: few-shot",
+                                   seed=int_seed(seed_sequence, 3), **generation))
+    prompts.update(later)
+    return {keys[k]: (prompts[keys[k]], done[keys[k]]) for k in keys}
+
+
 def synthesize(records: Records, config: Config, run, backend, seed_sequence: np.random.SeedSequence) -> Release:
     """A DP-KPS release of ``records``: ``n_per_class`` texts per label, epsilon-DP (pure)."""
     check_inputs(records, config, Config, seed_sequence)
     from dpkit.kps.pipeline import fit_kps
-    from dpkit.kps.prompts import kps_prompt
-    from dpkit.privacy.marks import Public
     from dpkit.models.embed import load_embedder
     from dpkit.privacy import PrivacyLedger
 
@@ -113,16 +153,9 @@ def synthesize(records: Records, config: Config, run, backend, seed_sequence: np
         return {"sequences": sequences, "contract": model.contracts["kde"][0].to_dict()}
 
     released = checkpoint(run, "keyphrases", private_part)
-    prompts, owners = {}, {}
-    for c, sequences in enumerate(released["sequences"]):
-        for i, terms in enumerate(sequences):
-            key = f"text-{c}-{i}"
-            # terms: the Privatized keyphrases DP-KPS released; the document type is public configuration
-            prompts[key] = kps_prompt(list(terms), Public(config.document_type))
-            owners[key] = c
-    texts = generate_keyed(run, backend, prompts, batch_size=config.batch_size, desc="kps: generating",
-                           max_new_tokens=config.max_new_tokens, temperature=config.temperature,
-                           seed=int_seed(seed_sequence, 2))
+    prompts = _generate(released["sequences"], config, run, backend, seed_sequence)
+    texts = {key: text for key, (_, text) in prompts.items()}
+    owners = {key: int(key.split("-")[1]) for key in prompts}
     out = []
     for key in prompts:
         record = {"text": texts[key].strip()}
