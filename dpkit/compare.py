@@ -56,6 +56,7 @@ class Sizes:
     max_new_tokens: int = 16
     dpst_k: int = 50
     dpst_reconstruct: bool = False   # False: release the privatized triples joined as text
+    dpst_label_share: float = 0.5    # part of DP-ST's per-record epsilon for its randomized-response label
 
     def __post_init__(self):
         check_int("per_class", self.per_class, minimum=1)
@@ -78,7 +79,7 @@ def configs(epsilon: float, sizes: Sizes, *, document_type: str, vocabulary: str
                         clip=sizes.pp_clip, temperature=sizes.pp_temperature, top_k=sizes.pp_top_k,
                         max_new_tokens=sizes.max_new_tokens),
         "dpst": dpst.Config(epsilon=eps, k=sizes.dpst_k, reconstruct=sizes.dpst_reconstruct,
-                            max_new_tokens=sizes.max_new_tokens),
+                            label_share=sizes.dpst_label_share, max_new_tokens=sizes.max_new_tokens),
     }
     if smoke:
         out["dpst"] = replace(out["dpst"], n_articles=12)

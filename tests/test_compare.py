@@ -67,3 +67,13 @@ def test_a_cap_that_does_not_bind_changes_no_token():
                               np.random.default_rng(3))
         tokens.append([e.token_ids for e in result.examples])
     assert tokens[0] == tokens[1]
+
+
+def test_dpst_label_share_gives_a_usable_label_at_epsilon_four():
+    from dpkit.methods.labels import keep_probability
+
+    config = configs(4.0, Sizes(), document_type="review")["dpst"]
+    _, eps_label = config.budgets(labelled=True)
+    assert eps_label == pytest.approx(4.0 * Sizes().dpst_label_share)
+    assert keep_probability(2, eps_label) == pytest.approx(math.exp(2.0) / (math.exp(2.0) + 1)) and \
+        keep_probability(2, eps_label) > 0.85
