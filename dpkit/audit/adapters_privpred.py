@@ -88,6 +88,35 @@ def token_case(epsilon: float) -> AuditCase:
                        "log-probability gains close to 2c/(s tau) = epsilon")
 
 
+#: A candidate set fixed before any data is seen, as a record grammar gives one (dpkit.privpred.grammar).
+PUBLIC_CANDIDATES = np.array([0, TARGET, 3, 5])
+
+
+def candidates_token_mechanism(epsilon: float, candidates):
+    """The private sampler over ``candidates(logits)``: a public set, or (broken) one read from the batch."""
+    tau = temperature_for(epsilon)
+
+    def mechanism(logits, n, rng):
+        logits = np.asarray(logits, dtype=float)
+        return sample_private_token(logits, CLIP, EXPECTED_BATCH, tau, rng, allowed=candidates(logits), size=n)
+
+    return mechanism
+
+
+def grammar_token_case(epsilon: float) -> AuditCase:
+    """:func:`token_case` with the candidates restricted to a public set: the claim is unchanged."""
+    case = token_case(epsilon)
+    tau = temperature_for(epsilon)
+    log_p = [token_log_probabilities(np.asarray(d), CLIP, EXPECTED_BATCH, tau, "expected",
+                                     allowed=PUBLIC_CANDIDATES) for d in (case.d0, case.d1)]
+    case.mechanism = candidates_token_mechanism(epsilon, lambda logits: PUBLIC_CANDIDATES)
+    case.pair_loss = discrete_pair_loss(*log_p)
+    case.describe_pair = {**case.describe_pair, "candidates": PUBLIC_CANDIDATES.tolist()}
+    case.why_worst_case += ("; the candidates are a public set that holds the target (a grammar's set "
+                            "depends on the schema and released tokens only)")
+    return case
+
+
 def svt_pair() -> tuple[dict, dict, float]:
     """Distances on D0 all equal d; on D1 the first SVT_STEPS are d + 1/s and the last d - 1/s."""
     one_hot = lambda k: np.where(np.arange(3) == k, 50.0, -50.0)  # noqa: E731
@@ -134,6 +163,9 @@ def svt_case(epsilon: float) -> AuditCase:
 register(AuditSpec("pp_token", "private prediction",
                    "private token sampler: clip_c, sum / expected batch size, softmax at tau "
                    "(dpkit.privpred.sample_private_token)", token_case, test_samples=20_000))
+register(AuditSpec("pp_token_grammar", "private prediction",
+                   "private token sampler over a public candidate set, as under a record grammar "
+                   "(dpkit.privpred.sample_private_token(allowed=...))", grammar_token_case, test_samples=20_000))
 register(AuditSpec("pp_svt", "private prediction",
                    "sparse-vector gate on the private/public distance of Eq. 2 (dpkit.privpred.svt_gate)",
                    svt_case, test_samples=20_000))

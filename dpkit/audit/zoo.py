@@ -15,6 +15,8 @@ kps_dpkde_private_count     DP-KDE noise scale proportional to the private
                             number of documents (the appendix formula with n)
 svt_no_query_noise          AboveThreshold with the per-query noise left out
 pp_token_actual_batch       logits averaged over the actual batch size
+pp_token_private_candidates the candidates are the batch's own top-2 tokens
+                            (a "grammar" that reads the private rows)
 dpst_*                      see :mod:`dpkit.audit.adapters_dpst`
 ==========================  ==================================================
 """
@@ -30,6 +32,7 @@ from dpkit.audit.tester import identity_statistic
 from dpkit.kps.kde import appendix_noise_scale
 from dpkit.privacy.laplace import Laplace
 from dpkit.privacy.sparse_vector import AboveThreshold
+from dpkit.privpred.sampling import private_log_weights
 
 
 def laplace_half_noise(epsilon: float) -> AuditCase:
@@ -105,3 +108,30 @@ register(AuditSpec("pp_token_actual_batch", "private prediction",
                    "private token sampler dividing by the actual batch size",
                    pp_token_actual_batch, broken=True, bug="aggregate_logits(..., denominator='actual')",
                    correct_twin="pp_token", test_samples=20_000))
+
+
+def pp_token_private_candidates(epsilon: float) -> AuditCase:
+    tau = pp.temperature_for(epsilon)
+
+    def private_top2(logits):  # the bug: the candidate set is computed from the private rows
+        weights = private_log_weights(logits, pp.CLIP, pp.EXPECTED_BATCH, tau)
+        return np.sort(np.argsort(weights)[-2:])
+
+    z = np.full(pp.VOCAB, -100.0)
+    z[0], z[2], z[pp.TARGET] = 0.0, -1.0, -1.2  # on D0 the target is third, just out of the top 2
+    base = np.tile(z, (pp.EXPECTED_BATCH - 1, 1))
+    d1 = np.vstack([base, pp.extra_prompt_logits()])
+    return AuditCase(
+        mechanism=pp.candidates_token_mechanism(epsilon, private_top2), d0=base.tolist(), d1=d1.tolist(),
+        claimed_epsilon=epsilon, output="discrete",
+        describe_pair={"clip": pp.CLIP, "expected_batch_size": pp.EXPECTED_BATCH, "temperature": tau,
+                       "candidates": "top 2 of the private averaged logits"},
+        why_worst_case="on D0 the target is the batch's third token, outside the private top 2, so it can "
+                       "never be drawn; the added prompt lifts it into the top 2, and it is drawn often")
+
+
+register(AuditSpec("pp_token_private_candidates", "private prediction",
+                   "private token sampler whose candidate set is the batch's own top 2",
+                   pp_token_private_candidates, broken=True,
+                   bug="allowed = top-2 of the private averaged logits instead of a public set",
+                   correct_twin="pp_token_grammar", test_samples=20_000))
