@@ -49,6 +49,9 @@ class Sizes:
     kps_L: int = 6                   # keyphrases per DP-KPS prompt
     kps_N: int = 500                 # DP-KPS private vocabulary size
     kps_features: int = 512
+    kps_bandwidth: float = 0.5       # DP-KDE bandwidth: 1.0 makes the class KDEs nearly flat over the vocabulary
+    kps_few_shot: int = 0            # DP-KPS: earlier synthetic texts of the label shown as examples
+    kps_temperature: float = 0.7
     pp_batch_size: float = 8.0       # private prediction: expected batch size s
     pp_top_k: int = 10               # tokens of the public prediction a private token may be
     pp_clip: float = 2.0             # c and tau: one token costs rho = (c / (s tau))^2 / 2, so that
@@ -73,7 +76,8 @@ def configs(epsilon: float, sizes: Sizes, *, document_type: str, vocabulary: str
     eps = NOISE_OFF_EPSILON if math.isinf(epsilon) else float(epsilon)
     out = {
         "kps": kps.Config(epsilon=eps, n_per_class=sizes.per_class, vocabulary=vocabulary, N=sizes.kps_N,
-                          L=sizes.kps_L, n_features=sizes.kps_features, document_type=document_type,
+                          L=sizes.kps_L, n_features=sizes.kps_features, bandwidth=sizes.kps_bandwidth,
+                          few_shot=sizes.kps_few_shot, temperature=sizes.kps_temperature, document_type=document_type,
                           max_new_tokens=sizes.max_new_tokens),
         "pp": pp.Config(epsilon=eps, n_batches=sizes.per_class, expected_batch_size=sizes.pp_batch_size,
                         clip=sizes.pp_clip, temperature=sizes.pp_temperature, top_k=sizes.pp_top_k,

@@ -16,6 +16,7 @@ def test_infinity_runs_each_pipeline_at_the_noise_off_epsilon_with_equal_sizes()
     assert {c.epsilon for c in off.values()} == {NOISE_OFF_EPSILON}
     assert finite["kps"].n_per_class == finite["pp"].n_batches == 5
     assert finite["pp"].top_k == sizes.pp_top_k and finite["dpst"].reconstruct is False
+    assert finite["kps"].bandwidth == sizes.kps_bandwidth and finite["kps"].few_shot == sizes.kps_few_shot
 
 
 def test_default_private_prediction_affords_a_private_token_at_epsilon_one():
