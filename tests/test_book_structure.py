@@ -123,3 +123,11 @@ def test_bibliography_keys_are_unique_and_every_citation_resolves():
     cited = {k.strip() for t in texts for group in re.findall(r"\{cite(?::\w+)?\}`([^`]+)`", t)
              for k in group.split(",")}
     assert cited and cited <= set(keys), f"cited but not in references.bib: {sorted(cited - set(keys))}"
+
+
+def test_every_notebook_cell_has_an_id():
+    """nbformat 4.5 cells carry ids; a missing one is a warning today and an error in future nbformat."""
+    for path in NOTEBOOKS:
+        raw = nbformat.reads(path.read_text(), as_version=nbformat.NO_CONVERT)
+        missing = [i for i, cell in enumerate(raw.cells) if "id" not in cell]
+        assert not missing, f"{path.name}: cells {missing} have no id"
