@@ -6,19 +6,19 @@ switch), so the audit exercises the paths the methods run. Each comes with the
 neighbouring pair that exposes it; the audit must report a lower bound above
 the claim for every one of them.
 
-==========================  ==================================================
-variant                     what is wrong
-==========================  ==================================================
-laplace_half_noise          Laplace noise at half the calibrated scale
-kps_vocabulary_half_noise   the vocabulary histogram with noise_scale = S/(2 eps)
-kps_dpkde_private_count     DP-KDE noise scale proportional to the private
-                            number of documents (the appendix formula with n)
-svt_no_query_noise          AboveThreshold with the per-query noise left out
-pp_token_actual_batch       logits averaged over the actual batch size
-pp_token_private_candidates the candidates are the batch's own top-2 tokens
-                            (a "grammar" that reads the private rows)
-dpst_*                      see :mod:`dpkit.audit.adapters_dpst`
-==========================  ==================================================
+============================  ==================================================
+variant                       what is wrong
+============================  ==================================================
+laplace_half_noise            Laplace noise at half the calibrated scale
+kps_vocabulary_half_noise     the vocabulary histogram with noise_scale = S/(2 eps)
+kps_dpkde_private_count       DP-KDE noise scale proportional to the private
+                              number of documents (the appendix formula with n)
+svt_no_query_noise            AboveThreshold with the per-query noise left out
+pp_token_actual_batch         logits averaged over the actual batch size
+pp_token_private_candidates   the candidates are the batch's own top-2 tokens
+                              (a "grammar" that reads the private rows)
+dpst_*                        see :mod:`dpkit.audit.adapters_dpst`
+============================  ==================================================
 """
 
 from __future__ import annotations
