@@ -36,13 +36,16 @@ class PrivacyLedger:
     """Records spends and enforces ``budget_rho`` and/or ``budget_epsilon`` (at ``delta``)."""
 
     def __init__(self, budget_rho: float | None = None, budget_epsilon: float | None = None,
-                 delta: float | None = None) -> None:
+                 delta: float | None = None, *, on_record=None) -> None:
         self.budget_rho = None if budget_rho is None else check_positive("budget_rho", budget_rho)
         self.budget_epsilon = None if budget_epsilon is None else check_positive("budget_epsilon", budget_epsilon)
         self.delta = None if delta is None else check_probability("delta", delta)
         if self.budget_epsilon is not None and self.delta is None:
             raise ParameterError("delta", None, "is required when budget_epsilon is set")
         self.entries: list[dict[str, Any]] = []
+        # called with the ledger right after each entry is recorded, before spend() returns
+        # (a run folder writes the ledger to disk there: spend on disk before the work it pays for)
+        self.on_record = on_record
 
     # -- totals ------------------------------------------------------------
     @property
@@ -155,6 +158,8 @@ class PrivacyLedger:
         self._check_budget(rho, count * contract.epsilon if approx else 0.0,
                            count * contract.delta if approx else 0.0, label)
         self.entries.append(entry)
+        if self.on_record is not None:
+            self.on_record(self)
         return entry
 
     def would_exceed(self, contract: PrivacyContract, count: int = 1) -> bool:
