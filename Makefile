@@ -11,7 +11,6 @@ export TRANSFORMERS_OFFLINE := 1
 export HF_DATASETS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
-export MPLBACKEND := Agg
 
 .PHONY: setup browser book test smoke benchmarks clean-book clean
 

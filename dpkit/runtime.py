@@ -86,12 +86,57 @@ def cache_dir() -> Path:
     return path
 
 
+INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
+"""matplotlib's backend inside a Jupyter kernel: ``plt.show()`` puts a PNG into the cell's output."""
+
+
+def in_notebook_kernel() -> bool:
+    """True inside a Jupyter kernel (JupyterLab, papermill, a book build), False in scripts and tests."""
+    shell = sys.modules.get("IPython")
+    ip = shell.get_ipython() if shell is not None and hasattr(shell, "get_ipython") else None
+    return ip is not None and type(ip).__name__ == "ZMQInteractiveShell"
+
+
+def choose_matplotlib_backend(in_kernel: bool, requested: str | None) -> str:
+    """The matplotlib backend for this environment.
+
+    In a kernel the inline backend, so that figures reach the page; a non-interactive
+    ``Agg`` inherited from the environment (a Makefile, a test runner) is overridden there,
+    because under it ``plt.show()`` draws nothing. Another requested backend (``widget``,
+    ``svg``...) is kept. Outside a kernel the requested backend, else ``Agg``.
+    """
+    requested = (requested or "").strip()
+    if in_kernel:
+        return INLINE_BACKEND if requested.lower() in ("", "agg") else requested
+    return requested or "Agg"
+
+
+def set_matplotlib_backend() -> str:
+    """Apply :func:`choose_matplotlib_backend` to this process; return the backend chosen.
+
+    In a kernel the inline backend is switched on with IPython's ``%matplotlib inline``
+    (which also works when pyplot was imported before under ``Agg``).
+    """
+    in_kernel = in_notebook_kernel()
+    backend = choose_matplotlib_backend(in_kernel, os.environ.get("MPLBACKEND"))
+    os.environ["MPLBACKEND"] = backend
+    if in_kernel and backend == INLINE_BACKEND:
+        import IPython
+
+        IPython.get_ipython().run_line_magic("matplotlib", "inline")
+    return backend
+
+
 def setup(threads: int | None = None) -> dict[str, Any]:
-    """Offline and quiet model libraries, thread count, a non-interactive matplotlib; returns what was set."""
+    """Offline and quiet model libraries, thread count, matplotlib's backend; returns what was set.
+
+    The backend is inline in a Jupyter kernel (figures appear on the page) and ``Agg`` in
+    scripts and tests (see :func:`choose_matplotlib_backend`).
+    """
     set_offline()
-    os.environ.setdefault("MPLBACKEND", "Agg")
+    backend = set_matplotlib_backend()
     used = set_threads(threads)
-    return {"threads": used, "offline": True}
+    return {"threads": used, "offline": True, "matplotlib_backend": backend}
 
 
 def write_results(results_path: str | os.PathLike | None, results: Mapping[str, Any]) -> dict:
