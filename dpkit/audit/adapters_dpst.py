@@ -1,6 +1,6 @@
 """Audits of DP-ST: the exponential mechanism inside a neighbourhood, the document-level
-variant, and two broken variants (raw text on no triple; neighbourhood chosen from the
-private text).
+variant, the label's randomized response alone and a whole record (text and label together),
+and two broken variants (raw text on no triple; neighbourhood chosen from the private text).
 
 Every audit runs :class:`dpkit.dpst.DPST` itself through ``privatize_prepared``:
 the deterministic, private preprocessing (triple extraction, embedding) is done
@@ -19,11 +19,15 @@ from dpkit.audit.pair_loss import discrete_pair_loss
 from dpkit.audit.registry import AuditCase, AuditSpec, register
 from dpkit.dpst import DPST, Prepared, TripleCorpus, sample_in_neighbourhood
 from dpkit.dpst.mechanism import log_probabilities
+from dpkit.methods.labels import keep_probability, randomized_responses
 
 DIM = 4
 CROWD = 24  # candidates of neighbourhood A that sit at e2 (and of B at e3)
 DOCUMENT_CROWD = 40  # document variant: crowd inside A, and neighbourhoods whose centroid sits at e2
 NO_TRIPLE_TEXTS = ("Hello there!", "Thanks, see you.")  # no subject-verb-object triple in either
+LABELS = 2           # the label audits: two labels (randomized response's loss is epsilon for every k)
+LABEL_SHARE = 0.1    # the record audit: the label's part of epsilon (dpkit synth dpst's default label_share)
+RECORD_CROWD = 24    # the record audit's crowd: 49 texts x 2 labels, few enough outcomes for the set family
 
 
 def _unit(v) -> np.ndarray:
@@ -42,7 +46,7 @@ def synthetic_corpus() -> TripleCorpus:
     return TripleCorpus(np.array(texts), embeddings, labels, centroids, {"synthetic": "audit"})
 
 
-def document_corpus() -> TripleCorpus:
+def document_corpus(crowd: int = DOCUMENT_CROWD) -> TripleCorpus:
     """Worst case for the document variant: neighbourhood A (centroid e1) = {A0 at e1, A1..A40 at e2},
     and neighbourhoods B1..B40, each one triple at e2 with its centroid at e2.
 
@@ -52,7 +56,7 @@ def document_corpus() -> TripleCorpus:
     all 41 neighbourhoods, and again on all 41 candidates of A.
     """
     e = np.eye(DIM, dtype=np.float32)
-    k = DOCUMENT_CROWD
+    k = crowd
     texts = ["A0 is alone"] + [f"A{i} is crowded" for i in range(1, k + 1)] + [f"B{i} stands apart" for i in
                                                                                 range(1, k + 1)]
     embeddings = np.vstack([e[0]] + [e[1]] * k + [e[1]] * k)
@@ -162,6 +166,56 @@ def no_triple_case(epsilon: float, bug: str | None = None) -> AuditCase:
                        "for them must not depend on the text")
 
 
+def rr_log_probabilities(label: int, k: int, epsilon: float) -> np.ndarray:
+    """Exact log P(output o) of k-ary randomized response on ``label``, o = 0..k-1."""
+    keep = keep_probability(k, epsilon)
+    out = np.full(k, np.log1p(-keep) - np.log(k - 1))
+    out[label] = np.log(keep)
+    return out
+
+
+def label_case(epsilon: float) -> AuditCase:
+    """DP-ST's label channel alone: :func:`dpkit.methods.labels.randomized_response` on label 0 vs label 1."""
+    return AuditCase(
+        mechanism=lambda label, n, rng: randomized_responses(int(label), LABELS, epsilon, rng, n),
+        d0=0, d1=1, claimed_epsilon=epsilon, output="discrete",
+        pair_loss=discrete_pair_loss(rr_log_probabilities(0, LABELS, epsilon),
+                                     rr_log_probabilities(1, LABELS, epsilon)),
+        describe_pair={"labels": LABELS, "x": "label 0", "y": "label 1"},
+        why_worst_case="two records that differ in their label: the released label keeps the true one with "
+                       "probability e^eps/(e^eps+k-1), so the output 'label 0' has ratio exactly e^eps between "
+                       "them (randomized response's loss is the same for every pair of labels)")
+
+
+def record_case(epsilon: float) -> AuditCase:
+    """A whole labelled DP-ST record: the document variant's text at ``(1 - LABEL_SHARE) epsilon`` and the
+    randomized-response label at ``LABEL_SHARE epsilon``, released together (sequential composition)."""
+    eps_text, eps_label = epsilon * (1 - LABEL_SHARE), epsilon * LABEL_SHARE
+    dpst = DPST(document_corpus(RECORD_CROWD), eps_text, variant="document", slots=1)
+    texts = dpst_mechanism(dpst)
+    e = np.eye(DIM)
+    d0 = {**_document("private document 0", "x relates to A0", e[0]), "label": 0}
+    d1 = {**_document("private document 1", "z relates to the crowd", e[1]), "label": 1}
+
+    def mechanism(record, n, rng):
+        text = texts(record, n, rng)
+        label = randomized_responses(int(record["label"]), LABELS, eps_label, rng, n)
+        return np.array([f"{t} | label {y}" for t, y in zip(text, label)])
+
+    p0, p1 = document_log_probabilities(dpst, e[0]), document_log_probabilities(dpst, e[1])
+    q0, q1 = rr_log_probabilities(0, LABELS, eps_label), rr_log_probabilities(1, LABELS, eps_label)
+    joint0 = [p0[t] + q0[y] for t in p0 for y in range(LABELS)]
+    joint1 = [p1[t] + q1[y] for t in p0 for y in range(LABELS)]
+    return AuditCase(
+        mechanism=mechanism, d0=d0, d1=d1, claimed_epsilon=epsilon, output="discrete",
+        contract=dpst.contract, pair_loss=discrete_pair_loss(joint0, joint1),
+        describe_pair={"corpus": f"as dpst_document, with a crowd of {RECORD_CROWD}", "x": "e1 (nearest A), label 0",
+                       "z": "e2 (nearest the crowd), label 1", "slots": 1, "label_share": LABEL_SHARE},
+        why_worst_case="the dpst_document pair (its text loss is nearly the text's whole share) with labels "
+                       "that differ too: the output 'A0 | label 0' adds both losses, so the pair shows nearly "
+                       "the record's whole epsilon, text and label together")
+
+
 def check_no_triples(texts=NO_TRIPLE_TEXTS) -> list[list[str]]:
     """Run the real extractor (spaCy) on the no-triple pair: both lists must be empty."""
     dpst = DPST(synthetic_corpus(), 1.0)
@@ -177,6 +231,12 @@ register(AuditSpec("dpst_neighbourhood", "DP-ST",
 register(AuditSpec("dpst_document", "DP-ST",
                    "DP-ST document-level variant: neighbourhood by EM, then triple by EM (variant='document')",
                    document_case, test_samples=2_000, max_samples=6_000))
+register(AuditSpec("dpst_label", "DP-ST",
+                   "DP-ST's label: k-ary randomized response, sampled exactly (dpkit.methods.labels)",
+                   label_case, test_samples=20_000))
+register(AuditSpec("dpst_record", "DP-ST",
+                   "DP-ST record: document-level text and randomized-response label released together",
+                   record_case, test_samples=6_000, max_samples=12_000))
 register(AuditSpec("dpst_no_triple", "DP-ST",
                    "DP-ST on documents without triples: public triples drawn independently of the text",
                    no_triple_case, test_samples=2_000, max_samples=6_000))

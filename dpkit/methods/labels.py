@@ -1,35 +1,60 @@
-"""k-ary randomized response (Warner, 1965) for a record's label, as a DP mechanism.
+"""k-ary randomized response (Warner, 1965) for a record's label, as a DP mechanism, sampled exactly.
 
 Keep the true label with probability ``e^eps / (e^eps + k - 1)``, else report
 one of the other ``k - 1`` labels uniformly. For any two labels ``y, y'`` and
 any output ``o`` the probabilities differ by a factor of at most ``e^eps``:
 pure ``eps``-DP under replacing the label (local DP, one record at a time).
+
+Exact sampling: :func:`randomized_response` is the exponential mechanism with
+utility ``1{o = y}``, drawn by rejection: propose ``o`` uniformly from the
+``k`` labels (``Generator.integers``, unbiased); accept the true label always
+and any other label with probability ``exp(-eps)``, decided by the privacy
+core's exact :func:`~dpkit.privacy.exact.bernoulli_exp` on the exact rational
+value of the float ``eps`` (integer arithmetic only). The accepted label has
+probability proportional to ``e^eps`` (true label) and ``1`` (each other), so
+``P(keep) = e^eps / (e^eps + k - 1)`` exactly, with no float rounding, at ANY
+``eps``: a flip stays possible at ``eps = 40`` or ``400`` (a float test
+``rng.random() < p`` keeps the label with probability 1 from ``eps ~ 37``,
+an infinite privacy loss). At most ``k`` proposals are needed on average.
 """
 
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 
+from dpkit.privacy.exact import bernoulli_exp
 from dpkit.validate import check_int, check_positive, check_rng
 
 
 def keep_probability(k: int, epsilon: float) -> float:
-    """``e^eps / (e^eps + k - 1)``, computed stably."""
+    """``e^eps / (e^eps + k - 1)``, computed stably (float64; the sampler uses the exact value)."""
     k = check_int("k", k, minimum=1)
     epsilon = check_positive("epsilon", epsilon)
     return 1.0 / (1.0 + (k - 1) * math.exp(-epsilon))
 
 
 def randomized_response(label: int, k: int, epsilon: float, rng: np.random.Generator) -> int:
-    """One private label in ``0..k-1`` (see the module docstring)."""
+    """One private label in ``0..k-1``, drawn exactly (see the module docstring)."""
+    k = check_int("k", k, minimum=1)
     label = check_int("label", label, minimum=0, maximum=k - 1)
+    epsilon = check_positive("epsilon", epsilon)
     check_rng("rng", rng)
-    if k == 1 or rng.random() < keep_probability(k, epsilon):
+    if k == 1:
         return label
-    other = int(rng.integers(k - 1))
-    return other + (other >= label)
+    loss = Fraction(epsilon)  # the exact value of the float: the guarantee is for this epsilon
+    while True:
+        proposal = int(rng.integers(k))
+        if proposal == label or bernoulli_exp(loss, rng):
+            return proposal
+
+
+def randomized_responses(label: int, k: int, epsilon: float, rng: np.random.Generator, size: int) -> np.ndarray:
+    """``size`` independent draws of :func:`randomized_response` (an audit's sample), as int64."""
+    size = check_int("size", size, minimum=0)
+    return np.array([randomized_response(label, k, epsilon, rng) for _ in range(size)], dtype=np.int64)
 
 
 def label_contract(k: int, epsilon: float, unit: str):
@@ -48,4 +73,5 @@ def label_contract(k: int, epsilon: float, unit: str):
                            neighbouring="replace-one", unit=unit, measure="pure", sensitivity=1.0,
                            epsilon=epsilon, sensitivity_norm="label changes", kind="randomized_response",
                            parameters={"k": k, "keep": keep_probability(k, epsilon)},
-                           note="keep the label with probability e^eps/(e^eps+k-1), else a uniform other label")
+                           note="keep the label with probability e^eps/(e^eps+k-1), else a uniform other label; "
+                                "sampled exactly (rejection with an exact Bernoulli(exp(-eps)))")
