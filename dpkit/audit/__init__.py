@@ -13,7 +13,12 @@
 * :mod:`dpkit.audit.registry` - the auditable mechanisms (``specs()``,
   ``run_audit(name, epsilon, samples, seed)``), each with a worst-case pair;
 * :mod:`dpkit.audit.zoo` - deliberately broken variants the audit must catch;
-* ``python -m dpkit audit list|run`` - the same from the command line.
+* :mod:`dpkit.audit.release` - a black-box audit of a whole release: canaries in
+  one run (:mod:`~dpkit.audit.canaries`, :mod:`~dpkit.audit.scorers`) and the
+  one-run bound (:mod:`~dpkit.audit.one_run`); :mod:`dpkit.audit.disclosure` -
+  a train/holdout test without canaries; :mod:`dpkit.audit.release_zoo` - the
+  methods as black boxes and broken whole pipelines;
+* ``python -m dpkit audit list|run|release`` - the same from the command line.
 """
 
 from dpkit.audit.stats import clopper_pearson_lower, clopper_pearson_upper, epsilon_lower_bound

@@ -1,0 +1,90 @@
+"""Canaries for a release audit: records with unique, rare content made from public vocabulary.
+
+Each canary is a short "sentence" of distinct rare English words (wordfreq's
+list, ranks 30,000 to 100,000, letters only, at least seven letters); no word
+is used by two canaries, so a canary's words found in a release point to that
+canary alone. Everything here is public: the word list, the canaries and the
+coin flips that decide which canaries enter the input (each one independently
+with probability 1/2, the design of Steinke, Nasr and Jagielski 2023).
+
+Default count (``DEFAULT_CANARIES`` = 1000). The bound an audit can reach is
+capped by the number of canaries: with the guess plans and the Bonferroni
+correction of :mod:`dpkit.audit.release` at 95% confidence, a release that gives
+every canary away yields 4.39 with ``m = 1000`` (just above epsilon = 4, the
+largest budget the methods' chapters use), 3.04 with ``m = 200`` and 2.36 with
+``m = 100``. A leak of a tenth of the records refutes epsilon = 1 with
+``m = 1000`` (about 50 canaries copied). The chapter computes these caps and the
+canaries a tighter bound needs (:func:`dpkit.audit.one_run.canaries_needed`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from dpkit.validate import ParameterError, check_int
+
+DEFAULT_CANARIES = 1000
+WORDS_PER_CANARY = 6
+RARE_RANKS = (30_000, 100_000)
+
+
+@lru_cache(maxsize=1)
+def rare_words() -> tuple[str, ...]:
+    """Public rare English words (wordfreq ranks 30k-100k, alphabetic, >= 7 letters), in list order."""
+    import wordfreq
+
+    words = wordfreq.top_n_list("en", RARE_RANKS[1])[RARE_RANKS[0]:]
+    return tuple(w for w in words if w.isascii() and w.isalpha() and len(w) >= 7)
+
+
+@dataclass(frozen=True)
+class Canaries:
+    """``texts`` (public), their ``labels`` (names from the public label set, or None) and ``words``."""
+
+    texts: tuple[str, ...]
+    words: tuple[tuple[str, ...], ...]
+    labels: tuple[str, ...] | None = None
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+
+def make_canaries(m: int, rng: np.random.Generator, label_set=None,
+                  words_per_canary: int = WORDS_PER_CANARY) -> Canaries:
+    """``m`` canaries of ``words_per_canary`` distinct rare words each, no word shared between canaries.
+
+    A labelled input gets canaries with labels drawn uniformly from the public ``label_set``.
+    """
+    m = check_int("canaries", m, minimum=2)
+    words_per_canary = check_int("words_per_canary", words_per_canary, minimum=1)
+    pool = rare_words()
+    need = m * words_per_canary
+    if need > len(pool):
+        raise ParameterError("canaries", m, f"needs {need} rare words; at most {len(pool) // words_per_canary} "
+                             f"canaries of {words_per_canary} words fit the public list")
+    chosen = rng.choice(len(pool), size=need, replace=False)
+    groups = [tuple(pool[i] for i in chosen[j * words_per_canary:(j + 1) * words_per_canary]) for j in range(m)]
+    texts = tuple(" ".join(g).capitalize() + "." for g in groups)
+    labels = None
+    if label_set is not None:
+        names = list(label_set)
+        labels = tuple(names[int(k)] for k in rng.integers(0, len(names), size=m))
+    return Canaries(texts, tuple(groups), labels)
+
+
+def canaries_from_texts(texts, label_set=None, rng: np.random.Generator | None = None) -> Canaries:
+    """Canaries the caller wrote (public texts); their words are the texts' lower-cased word tokens."""
+    from dpkit.audit.scorers import words_of
+
+    texts = tuple(texts)
+    if len(texts) < 2 or not all(isinstance(t, str) and t.strip() for t in texts):
+        raise ParameterError("canaries", f"<{len(texts)} texts>", "must be at least two non-empty texts")
+    labels = None
+    if label_set is not None:
+        rng = np.random.default_rng() if rng is None else rng
+        names = list(label_set)
+        labels = tuple(names[int(k)] for k in rng.integers(0, len(names), size=len(texts)))
+    return Canaries(texts, tuple(tuple(words_of(t)) for t in texts), labels)

@@ -1,0 +1,146 @@
+"""Whole-pipeline generators for release audits: the three methods as black boxes, and broken variants.
+
+Every entry is a ``synthesize(records) -> [{"text", "label"}, ...]`` callable
+that :func:`dpkit.audit.release.audit_release` can audit. The broken variants
+claim the epsilon they are built for and leak; the audit must refute them.
+
+============================  =====================================================
+variant                       what is wrong
+============================  =====================================================
+copy_fraction                 a generator that copies 10% of its input records
+kps_raw_vocabulary            DP-KPS whose vocabulary is the input's own words,
+                              ranked by raw counts (no noise, no public list)
+dpst_raw_fallback             DP-ST that releases a document's raw text when no
+                              triple is found in it
+============================  =====================================================
+
+:class:`EchoBackend` returns each prompt as its completion. The LLM step of
+DP-KPS and DP-ST is post-processing, so the guarantee holds for any backend;
+echoing the prompt is the most revealing post-processing there is, and the
+cheapest: the audits of the private parts use it (``backend=None`` picks it).
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+import numpy as np
+
+from dpkit.backends.base import Backend
+
+
+class EchoBackend(Backend):
+    """A local backend whose completion is the prompt's last message (no model, no randomness)."""
+
+    name, remote = "echo", False
+
+    def __init__(self):
+        super().__init__("echo")
+
+    def _generate(self, chats, params):
+        return [str(chat[-1]["content"]) for chat in chats]
+
+
+def _records_out(records, texts_and_labels) -> list[dict]:
+    out = []
+    for text, label in texts_and_labels:
+        record = {"text": text}
+        if records.labelled:
+            record["label"] = records.label_set[int(label)]
+        out.append(record)
+    return out
+
+
+def copy_fraction(fraction: float = 0.1, seed=None):
+    """A generator that returns one record per input record: a copy for ``fraction`` of them, filler otherwise."""
+    def synthesize(records):
+        rng = np.random.default_rng(seed)
+        n = len(records)
+        copied = set(rng.choice(n, size=int(round(fraction * n)), replace=False).tolist())
+        labels = records.labels if records.labelled else [0] * n
+        return _records_out(records, [(records.texts[i] if i in copied else "A short note about an order.",
+                                       labels[i]) for i in range(n)])
+    synthesize.__name__ = f"copy_{fraction:g}"
+    return synthesize
+
+
+def method(name: str, epsilon: float, *, smoke: bool = True, backend=None, seed=None, **changes):
+    """dpkit method ``name`` (kps, pp, dpst) as a black box; ``backend=None``: :class:`EchoBackend`
+    for kps and dpst (pp needs the local model: ``backend`` is then ignored)."""
+    from dpkit.methods import METHODS
+
+    module = METHODS[name]
+    config = module.Config.smoke(epsilon, **changes) if smoke else module.Config(epsilon=epsilon, **changes)
+    if backend is None and name != "pp":
+        backend = EchoBackend()
+
+    def synthesize(records):
+        sequence = np.random.SeedSequence(seed)
+        return list(module.synthesize(records, config, None, backend, sequence).records)
+    synthesize.__name__ = name
+    return synthesize
+
+
+def _raw_vocabulary(texts, vocabulary, S, N, eps_voc, rng, **options):
+    """The bug: the input's own words ranked by their raw document counts, no noise."""
+    from collections import Counter
+
+    from dpkit.kps import vocabulary as vocab
+
+    contract = vocab.private_vocabulary(texts, vocabulary, S, min(N, len(vocabulary)), eps_voc, rng).contract
+    counts = Counter(w for t in texts for w in set(vocab.tokenize(t)) if w.isalpha() and len(w) > 3)
+    ranked = sorted(counts, key=lambda w: (-counts[w], w))[:N]
+    return vocab.PrivateVocabulary(ranked, np.asarray([counts[w] for w in ranked], float), contract, S)
+
+
+@contextmanager
+def _patched_vocabulary():
+    import dpkit.kps.pipeline as pipeline
+
+    real = pipeline.private_vocabulary
+    pipeline.private_vocabulary = _raw_vocabulary
+    try:
+        yield
+    finally:
+        pipeline.private_vocabulary = real
+
+
+def kps_raw_vocabulary(epsilon: float, *, backend=None, seed=None, **changes):
+    """DP-KPS with a vocabulary of raw counts of the input's own words (claims ``epsilon``)."""
+    changes = {"N": 4000, "n_per_class": 40, **changes}
+    inner = method("kps", epsilon, backend=backend, seed=seed, **changes)
+
+    def synthesize(records):
+        with _patched_vocabulary():
+            return inner(records)
+    synthesize.__name__ = "kps_raw_vocabulary"
+    return synthesize
+
+
+def dpst_raw_fallback(epsilon: float, *, backend=None, seed=None, **changes):
+    """DP-ST that releases the raw text of a document in which no triple is found (claims ``epsilon``)."""
+    from dpkit.dpst import DPST, load_public_corpus
+    from dpkit.methods import dpst
+
+    changes = {"reconstruct": False, **changes}
+    config = dpst.Config.smoke(epsilon, **changes)
+    inner = method("dpst", epsilon, backend=backend, seed=seed, **changes)
+
+    def synthesize(records):
+        corpus = load_public_corpus(k=config.k, n_articles=config.n_articles)
+        eps_text, _ = config.budgets(records.labelled)
+        mechanism = DPST(corpus, eps_text, "document", slots=config.slots, max_chars=config.max_chars,
+                         neighbourhood_share=config.neighbourhood_share, scorer=config.tie_scorer)
+        empty = [not t for t in mechanism.prepare(list(records.capped(config.max_chars).texts)).triples]
+        out = inner(records)
+        return [replace_text(r, records.texts[i]) if empty[i] else r for i, r in enumerate(out)]
+    synthesize.__name__ = "dpst_raw_fallback"
+    return synthesize
+
+
+def replace_text(record: dict, text: str) -> dict:
+    return dict(record, text=text)
+
+
+VARIANTS = {"copy_fraction": copy_fraction, "kps_raw_vocabulary": kps_raw_vocabulary,
+            "dpst_raw_fallback": dpst_raw_fallback}
