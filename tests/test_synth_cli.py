@@ -63,6 +63,11 @@ def snapshot(folder):
     (["kps", "--input", SAMPLE, "--text-column", "text", "--label-column", "label", "--labels", "billing",
       "--epsilon", "4"], "missing"),
     (["kps", "--input", SAMPLE, "--text-column", "text", "--epsilon", "4", "--limit", "0"], "--limit"),
+    (["kps", "--input", SAMPLE, "--text-column", "text", "--epsilon", "4", "--limit", "30"], "--rows"),
+    (["pp", "--input", SAMPLE, "--text-column", "text", "--epsilon", "4", "--sample-fraction", "0"],
+     "--sample-fraction"),
+    (["dpst", "--input", SAMPLE, "--text-column", "text", "--epsilon", "4", "--sample-fraction", "0.5"],
+     "replace-one"),
 ])
 def test_bad_arguments_exit_2_and_write_nothing(tmp_path, capsys, argv, needle):
     out = tmp_path / "run"
@@ -184,9 +189,11 @@ def test_reproducible_mode_repeats_and_says_so(tmp_path, fake):
 def test_smoke_on_100k_rows_and_numeric_labels(tmp_path, capsys, fake):
     path = tmp_path / "big.csv"
     path.write_text("text,label\n" + "".join(f"message number {i},{i % 3 + 1}\n" for i in range(100_000)))
-    assert synth(tmp_path / "run", input=path) == 0
+    assert synth(tmp_path / "run", "--rows", "100000", input=path) == 0
     config = json.loads((tmp_path / "run" / "release" / "config.json").read_text())
     assert config["limit"] == 200 and config["labels"] == ["1", "2", "3"]
+    assert config["rows"] == {"rule": "hash", "fraction": 0.002, "salt": "dpkit-rows-v1", "limit": 200,
+                              "declared_rows": 100_000}
     labels = {json.loads(x)["label"] for x in (tmp_path / "run" / "release" / "synthetic.jsonl").read_text().splitlines()}
     assert labels == {"1", "2", "3"}
 
@@ -211,3 +218,60 @@ def test_summary_explains_a_guarantee_below_the_requested_epsilon():
     exact = Release("pp", ({"text": "a"},), 4.0, 1e-6, pp.STATEMENT, {}, reproducible=True)
     line = summary("pp", exact, "runs/x", 4.0)
     assert "epsilon=4," in line and "requested" not in line and "NOT a DP release" in line
+
+
+def _planned_records(method, path, *extra):
+    """The records ``dpkit synth`` would hand the method, from the CLI's own parser and planner."""
+    import argparse
+
+    from dpkit.methods.cli import plan, register
+
+    parser = argparse.ArgumentParser()
+    register(parser.add_subparsers())
+    args = parser.parse_args(["synth", method, "--input", str(path), "--text-column", "text", "--label-column",
+                              "label", "--epsilon", "4", "--out", "unused", *extra])
+    p = plan(args)
+    return p, [(t, p.records.label_set[y]) for t, y in zip(p.records.texts, p.records.labels)]
+
+
+@pytest.mark.parametrize("method,extra", [("pp", ("--smoke", "--rows", "60")), ("kps", ("--limit", "30", "--rows", "60")),
+                                          ("kps", ("--sample-fraction", "0.5")), ("pp", ("--limit", "10", "--rows", "60"))])
+def test_a_limit_selects_records_by_a_per_record_rule(tmp_path, fake, method, extra):
+    """privacy-2 F1: the first N rows changed TWO records when one row was prepended (stability 2 under
+    add/remove). The per-record rule changes at most the added record, wherever it lands."""
+    from collections import Counter
+
+    lines = open(SAMPLE, encoding="utf-8").read().splitlines(keepends=True)
+    rows = lines[1:]
+    for k, new in enumerate(["A refund I was promised never arrived,billing\n", rows[-1], rows[0]]):
+        bigger = tmp_path / f"plus{k}.csv"
+        bigger.write_text(lines[0] + new + "".join(rows), encoding="utf-8")  # one row prepended (a duplicate for k > 0)
+        p, before = _planned_records(method, SAMPLE, *extra)
+        q, after = _planned_records(method, bigger, *extra)
+        added, removed = Counter(after) - Counter(before), Counter(before) - Counter(after)
+        assert sum(removed.values()) == 0 and sum(added.values()) <= 1
+        assert 0 < len(before) < 60 and p.settings["rows"]["rule"] == "hash"
+        assert p.params["rows"] == q.params["rows"]  # the public rule does not depend on the data
+
+
+def test_the_first_rows_would_have_changed_two_records(tmp_path):
+    """The regression the rule fixes, kept visible: a prefix of D and of D plus one row differs in two."""
+    from collections import Counter
+
+    from dpkit.data.selection import RowRule
+
+    texts = [f"row {i}" for i in range(10)]
+    prefix = RowRule("prefix", limit=5)
+    a = Counter(texts[i] for i in prefix.select(texts, None))
+    b = Counter((["new"] + texts)[i] for i in prefix.select(["new"] + texts, None))
+    assert sum((a - b).values()) + sum((b - a).values()) == 2
+
+
+def test_dpst_keeps_the_first_rows_under_replace_one(tmp_path, fake):
+    p, records = _planned_records("dpst", SAMPLE, "--smoke")
+    assert len(records) == 12 and p.settings["rows"] == {"rule": "prefix", "limit": 12}
+    import csv
+
+    with open(SAMPLE, encoding="utf-8", newline="") as handle:
+        first = [row["text"] for row in csv.DictReader(handle)][:12]
+    assert [t for t, _ in records] == first

@@ -20,7 +20,9 @@ The rules, all public:
   the file's row count alone;
 * **labels**: read as strings (a JSON number ``1`` or ``1.0`` becomes ``"1"``);
   a missing label is an error naming the row;
-* ``limit``: keep the first ``limit`` data rows (applied while reading).
+* ``limit``: keep the first ``limit`` data rows (applied while reading). A prefix is a
+  stable rule only under replace-one; ``dpkit synth`` selects the rows of add/remove
+  methods by a per-record rule instead (:mod:`dpkit.data.selection`).
 
 Text length is not capped here: each method states its own character cap
 (``max_chars``) and applies it (see :mod:`dpkit.methods`).

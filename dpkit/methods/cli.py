@@ -19,7 +19,7 @@ import sys
 import time
 from dataclasses import dataclass, replace
 
-SMOKE_ROWS = 200  # the smoke preset reads at most this many rows (a public rule), or the method's own SMOKE_ROWS
+SMOKE_ROWS = 200  # the smoke preset's limit (or the method's own SMOKE_ROWS); a keep-fraction once --rows is declared
 BACKENDS = ("local", "openai", "anthropic")
 
 
@@ -58,7 +58,7 @@ def plan(args: argparse.Namespace) -> Plan:
     from dpkit.backends import get_backend
     from dpkit.data.tables import label_set, read_table
     from dpkit.methods import METHODS, Records
-    from dpkit.methods.folder import file_digest
+    from dpkit.runs import file_digest
     from dpkit.validate import ParameterError, check_int
 
     method = METHODS[args.method]
@@ -72,11 +72,10 @@ def plan(args: argparse.Namespace) -> Plan:
     if args.method == "pp":
         method.check_backend(args.backend)
     executor = _executor(args)
-    limit = args.limit
-    if args.smoke:
-        rows = getattr(method, "SMOKE_ROWS", SMOKE_ROWS)
-        limit = rows if limit is None else min(limit, rows)
-    table = read_table(args.input, args.text_column, args.label_column, limit=limit)
+    rule = rows_rule(args, method)
+    table = read_table(args.input, args.text_column, args.label_column,
+                       limit=rule.limit if rule.kind == "prefix" else None)
+    table = rule_applied(table, rule)
     names = label_set(table.labels, args.labels) if table.labels is not None else None
     records = Records.from_strings(table.texts, table.labels, names, declared=args.labels is not None)
     options = {"delta": delta} if delta is not None else {}
@@ -88,13 +87,45 @@ def plan(args: argparse.Namespace) -> Plan:
                              "(it is never read from code or files); or use --backend local")
     settings = {"method": args.method, "text_column": args.text_column, "label_column": args.label_column,
                 "labels": list(names) if names is not None else None, "labels_declared": args.labels is not None,
-                "limit": limit, "smoke": bool(args.smoke), "backend": args.backend or "local",
+                "limit": rule.limit, "rows": rule.to_dict(), "smoke": bool(args.smoke), "backend": args.backend or "local",
                 "model": args.model}
     from dpkit.methods.base import config_dict
 
     params = dict(settings, method_config=config_dict(config), epsilon=eps, delta=delta,
                   input_sha256=file_digest(args.input))
     return Plan(method, records, config, settings, params, args.seed, backend, executor)
+
+
+def rows_rule(args: argparse.Namespace, method):
+    """The public row-selection rule of the flags (:mod:`dpkit.data.selection`); reads no data.
+
+    Add/remove methods (kps, pp) select rows by a per-record keyed hash against a
+    public fraction: ``--sample-fraction``, or ``--limit N`` (and the smoke
+    preset's limit) over the row count ``--rows M`` the user declares. Without
+    a declared row count the smoke preset keeps every row (its sizes are the
+    method's, not the input's). Replace-one methods (dpst) keep the first N rows.
+    """
+    from dpkit.data.selection import row_rule
+
+    per_record = method.STATEMENT.neighbouring.startswith("add/remove")
+    limit, rows = args.limit, getattr(args, "rows", None)
+    if args.smoke:
+        smoke = getattr(method, "SMOKE_ROWS", SMOKE_ROWS)
+        if not per_record or rows is not None:
+            limit = smoke if limit is None else min(limit, smoke)
+    return row_rule(per_record=per_record, limit=limit, declared_rows=rows,
+                    fraction=getattr(args, "sample_fraction", None), salt=getattr(args, "sample_salt", None))
+
+
+def rule_applied(table, rule):
+    """``table`` with the rows ``rule`` keeps (a new Table; file order)."""
+    from dataclasses import replace as _replace
+
+    keep = rule.select(table.texts, table.labels)
+    if len(keep) == len(table.texts):
+        return table
+    return _replace(table, texts=tuple(table.texts[i] for i in keep),
+                    labels=None if table.labels is None else tuple(table.labels[i] for i in keep))
 
 
 def _executor(args: argparse.Namespace):
@@ -122,7 +153,7 @@ def _executor(args: argparse.Namespace):
 
 def execute(p: Plan, out) -> tuple[object, str]:
     """Run (or resume) the plan in folder ``out``; returns ``(release or None, state)``."""
-    from dpkit.methods.folder import DONE, folder_state, log, paths
+    from dpkit.runs.layout import DONE, folder_state, paths
     from dpkit.methods.release import write_release
     from dpkit.privacy import PrivacyLedger
     from dpkit.runs import Run
@@ -134,7 +165,7 @@ def execute(p: Plan, out) -> tuple[object, str]:
         return None, state
     start = time.perf_counter()
     run = Run(private, params=p.params, seed=p.seed, ledger=PrivacyLedger())
-    log(private, f"{'resumed' if run.resumed else 'started'} {p.settings['method']}")
+    run.note(f"{'resumed' if run.resumed else 'started'} {p.settings['method']}")
     _say(f"dpkit synth {p.settings['method']}: {'resuming' if run.resumed else 'starting'} in {root}")
     if p.executor is None:
         release = p.method.synthesize(p.records, p.config, run, p.backend, root_sequence(p.seed))
@@ -149,8 +180,8 @@ def execute(p: Plan, out) -> tuple[object, str]:
     seconds = time.perf_counter() - start
     timings = dict(run.manifest.get("timings", {}))
     timings[f"session_{run.manifest.get('resumes', 0)}_seconds"] = round(seconds, 3)
+    run.note(f"finished in {seconds:.1f} s")
     run.finish(backend=p.backend, timings=timings)
-    log(private, f"finished in {seconds:.1f} s")
     return release, state
 
 
@@ -161,7 +192,7 @@ def _say(message: str) -> None:
 def _synth(args: argparse.Namespace) -> int:
     from dpkit import runtime
     from dpkit.backends.base import BackendError
-    from dpkit.methods.folder import DONE
+    from dpkit.runs.layout import DONE
     from dpkit.validate import ParameterError
 
     runtime.set_offline()
@@ -208,10 +239,18 @@ def register(subparsers) -> None:
     p.add_argument("--backend", choices=BACKENDS, default=None, help="text generation backend (default local; "
                    "pp runs on the local model only)")
     p.add_argument("--model", default=None, help="model name or path for the backend")
-    p.add_argument("--smoke", action="store_true", help=f"tiny sizes (at most {SMOKE_ROWS} rows), for tests")
+    p.add_argument("--smoke", action="store_true", help=f"tiny method sizes, for tests; with --rows M, kps keeps each row with "
+                   f"probability min(1, {SMOKE_ROWS}/M) (pp 48/M) by the per-record rule; dpst reads the first 12 rows")
     p.add_argument("--seed", type=int, default=None, help="reproducible mode: NOT a DP release (default: fresh "
                    "noise from the operating system)")
-    p.add_argument("--limit", type=int, default=None, help="keep the first N rows of the input")
+    p.add_argument("--limit", type=int, default=None, help="read about N rows: kps and pp keep each row by a "
+                   "public per-record rule (a keyed hash of the row below N/M; needs --rows M), dpst the first N")
+    p.add_argument("--rows", type=int, default=None, help="the number of rows you DECLARE the input has (public; "
+                   "the file's real count is private): the keep-fraction of --limit and --smoke, and --plan's size")
+    p.add_argument("--sample-fraction", type=float, default=None, help="kps and pp: keep each row iff a keyed "
+                   "hash of the row (text and label) falls below this public fraction in (0, 1]")
+    p.add_argument("--sample-salt", default=None, help="the public salt of the row hash (default "
+                   "dpkit-rows-v1); recorded in config.json")
     p.add_argument("--executor", choices=("local", "ray"), default=None, help="pp only: decode the batches in "
                    "this process (local, the default) or on Ray workers (needs dpkit[scale]); the release is "
                    "the same, and a run may be resumed with the other executor")

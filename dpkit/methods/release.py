@@ -39,6 +39,12 @@ def _mode_line(reproducible: bool) -> str:
             "regenerate it was written anywhere.")
 
 
+def _rows_line(public: dict) -> str:
+    from dpkit.data.selection import RowRule
+
+    return RowRule.from_dict(public.get("rows") or {}).describe()
+
+
 def privacy_report(release: Release, public: dict) -> str:
     """The markdown report (public facts only)."""
     s = release.statement
@@ -74,8 +80,7 @@ def privacy_report(release: Release, public: dict) -> str:
                          "public** and appears in `config.json`. Give `--labels` when the label names themselves "
                          "are sensitive.")
     lines += ["", "## Public rules applied to the input", "",
-              "- Rows: the first `limit` rows when a limit is set (`--limit`, or the smoke preset's); all rows "
-              "otherwise.",
+              f"- Rows: {_rows_line(public)}.",
               "- A missing, empty or NaN text is kept as an empty document (rows are never dropped for their "
               "content).",
               f"- Each text is cut at `max_chars` = {release.config.get('max_chars')} characters."]
