@@ -157,3 +157,31 @@ def test_module_docstring_tables_are_well_formed():
         docutils.core.publish_doctree(plain, settings_overrides={"report_level": 3, "warning_stream": errors})
         assert not errors.getvalue(), f"{info.name}: {errors.getvalue()}"
     assert tables >= 1
+
+
+def _h1(name: str) -> str:
+    md, nb = ROOT / f"{name}.md", ROOT / f"{name}.ipynb"
+    text = md.read_text() if md.exists() else "\n".join(
+        c.source for c in nbformat.read(nb, as_version=4).cells if c.cell_type == "markdown")
+    return next(line[2:].strip() for line in text.splitlines() if line.startswith("# "))
+
+
+def test_chapters_carry_their_titles_and_numbers():
+    """No sidebar entry reads "Overview"; every part but the API reference is numbered."""
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    titled = [c.get("title") for p in toc["parts"] for c in p["chapters"] if c.get("title")]
+    assert "Overview" not in titled and all(_h1(name) != "Overview" for name in _toc_files())
+    unnumbered = [p["caption"] for p in toc["parts"] if not p.get("numbered") and p["caption"] != "API reference"]
+    assert not unnumbered, f"parts without chapter numbers: {unnumbered}"
+
+
+def test_the_landing_page_lists_every_chapter_under_a_line_per_part():
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    intro = (ROOT / f"{toc['root']}.md").read_text()
+    linked = {(ROOT / "book" / target).resolve() for target in re.findall(r"\{doc\}`([^`<>]+)`", intro)}
+    chapters = [c["file"] for p in toc["parts"] if p["caption"] != "API reference" for c in p["chapters"]]
+    missing = [name for name in chapters if (ROOT / name).resolve() not in linked]
+    assert not missing, f"chapters the landing page does not list: {missing}"
+    for part in toc["parts"]:
+        line = re.search(rf"\*\*{re.escape(part['caption'])}\*\* — (.+)", intro)
+        assert line and len(line.group(1).split()) >= 5, f"no line on the landing page says what {part['caption']!r} teaches"
