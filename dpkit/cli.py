@@ -52,9 +52,49 @@ SUBCOMMAND_MODULES: list[str] = ["dpkit.privacy.cli", "dpkit.backends.cli", "dpk
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command; a failure is one line on stderr, never a traceback.
+
+    Exit 2: bad input, a run folder in use, a configuration mismatch, a corrupted
+    run folder (:class:`~dpkit.validate.ParameterError`, :class:`~dpkit.runs.RunInUseError`).
+    Exit 1: the environment failed (a read-only or full disk, a file-size limit:
+    :class:`OSError`); what was written is kept and the same command resumes.
+    """
     parser = build_parser()
     args = parser.parse_args(argv)
-    return int(args.func(args) or 0)
+    try:
+        return int(args.func(args) or 0)
+    except Exception as error:  # noqa: BLE001 - only the kinds below are answered; the rest re-raise
+        code = failure_exit_code(error)
+        if code is None:
+            raise
+        print(f"dpkit {args.command}: {failure_line(error, getattr(args, 'out', None))}", file=sys.stderr)
+        return code
+
+
+def failure_exit_code(error: BaseException) -> int | None:
+    """2 for bad input or a folder that cannot be used as asked, 1 for the environment, None otherwise."""
+    from dpkit.runs import RunInUseError
+    from dpkit.validate import ParameterError
+
+    if isinstance(error, (ParameterError, RunInUseError)):
+        return 2
+    if isinstance(error, OSError):
+        return 1
+    return None
+
+
+def failure_line(error: BaseException, out: str | None) -> str:
+    """One line naming the folder (and the file) and what to do; no private values."""
+    from dpkit.runs import RunInUseError
+    from dpkit.validate import ParameterError
+
+    where = f" (run folder {out})" if out else ""
+    if isinstance(error, (ParameterError, RunInUseError)):
+        return f"{error}{where}"
+    reason = error.strerror or type(error).__name__
+    path = f": {error.filename}" if getattr(error, "filename", None) else ""
+    return (f"the environment failed{where}: {reason}{path}. What was written is kept; fix the disk or "
+            "permissions and rerun the same command to resume (no budget is spent twice)")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -121,7 +121,7 @@ def test_corruption_is_a_clear_error_never_a_re_spend(tmp_path):
         run = Run(tmp_path / name, params={"epsilon": 1.0}, ledger=ledger)
         run.privatized_seeds("s", _spend_and_release(ledger))
         run.append("k0", {"text": "x"})
-        run.write_release("synthetic.jsonl", '{"text": "x"}\n')
+        run.write_release_file("synthetic.jsonl", '{"text": "x"}\n')
         run.finish()
         run.close()
         return tmp_path / name
@@ -182,6 +182,16 @@ def test_records_shaped_like_marks_stay_plain_and_forged_marks_are_refused(tmp_p
     forged = json.loads(lines[2])
     forged["record"]["label"]["text"] = "secret"
     (tmp_path / "records.jsonl").write_text("\n".join(lines[:2] + [json.dumps(forged)]) + "\n")
+    with pytest.raises(RunCorruptError, match="hash chain"):      # the edit breaks the records' chain
+        Run(tmp_path, params={})
+    # a forger who also recomputes the (unkeyed) chain and the manifest's head still meets the mark's seal
+    from dpkit.runs.records import chain_step
+
+    forged["chain"] = chain_step(json.loads(lines[1])["chain"], forged["key"], forged["record"])
+    (tmp_path / "records.jsonl").write_text("\n".join(lines[:2] + [json.dumps(forged)]) + "\n")
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    manifest["records_chain"] = forged["chain"]
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
     with pytest.raises(RunCorruptError, match="no valid seal"):
         Run(tmp_path, params={})
 

@@ -118,9 +118,13 @@ def test_torn_last_line_is_cut_and_the_item_regenerated(tmp_path):
 
 
 def test_corruption_in_the_middle_is_an_error(tmp_path):
-    (tmp_path / "records.jsonl").write_text('{"key": "a", "record": 1}\nnot json\n{"key": "c", "record": 3}\n')
-    (tmp_path / "manifest.json").write_text(json.dumps({"params": {}, "seed": 0, "seeds": {}}))
-    with pytest.raises(ParameterError, match="corrupt"):
+    run = Run(tmp_path, params={})
+    for key in "abc":
+        run.append(key, {"text": key})
+    run.close()
+    lines = (tmp_path / "records.jsonl").read_text().splitlines()
+    (tmp_path / "records.jsonl").write_text("\n".join([lines[0], "not json", lines[2]]) + "\n")
+    with pytest.raises(ParameterError, match="records.jsonl='line 2'.*not a valid record line"):
         Run(tmp_path, params={})
 
 

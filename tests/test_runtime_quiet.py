@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from dpkit import runs
+from dpkit.runs import progress_bars as runs
 
 
 def test_model_libraries_are_quiet_after_set_offline():

@@ -86,14 +86,11 @@ def _prepare(args: argparse.Namespace):
 
 
 def _run(args: argparse.Namespace, prompts, backend, generation, params, batch_size) -> int:
-    from dpkit.runs import Run
+    from dpkit.runs import Run, generate_records
 
     run = Run(args.out, params=params, seed=args.seed)
-    for batch in run.pending_batches(prompts, batch_size, desc="generate"):
-        texts = backend.generate_batch([p for _, p in batch], **generation)
-        for (key, _), text in zip(batch, texts):
-            run.append(key, {"text": text})
-            print(f"record {key}", flush=True)
+    generate_records(run, backend, prompts, batch_size=batch_size, desc="generate",
+                     on_record=lambda key: print(f"record {key}", flush=True), **generation)
     run.finish(backend=backend)
     print(f"{len(run)} records in {run.records_path}")
     return 0

@@ -5,7 +5,7 @@
 >>> config = method.Config.smoke(epsilon=4.0)       # public parameters, validated
 >>> release = method.synthesize(records, config, None, backend, np.random.SeedSequence())  # doctest: +SKIP
 
-See :mod:`dpkit.methods.base` for the shape, :mod:`dpkit.methods.folder` for the
+See :mod:`dpkit.methods.base` for the shape, :mod:`dpkit.runs.layout` for the
 run folder (``release/`` and ``private/``) the ``dpkit synth`` command writes.
 """
 

@@ -162,19 +162,9 @@ def checkpoint(run, name: str, compute):
 def generate_keyed(run, backend, prompts: dict, *, batch_size: int, desc: str, **generation) -> dict[str, str]:
     """One completion per prompt (a mapping key -> prompt), each appended to ``run`` as it is done.
 
-    On resume only the missing keys are generated. Returns key -> text.
+    On resume only the missing keys are generated. Returns key -> text. The loop
+    is :func:`dpkit.runs.generate_records`, the one every method shares.
     """
-    if run is None:
-        keys = list(prompts)
-        out = {}
-        for i in range(0, len(keys), batch_size):
-            chunk = keys[i:i + batch_size]
-            for key, text in zip(chunk, backend.generate_batch([prompts[k] for k in chunk], **generation)):
-                out[key] = text
-        return out
-    for batch in run.pending_batches(prompts, batch_size, desc=desc):
-        texts = backend.generate_batch([prompt for _, prompt in batch], **generation)
-        for (key, _), text in zip(batch, texts):
-            run.append(key, {"text": text})
-    done = run.records()
-    return {str(k): done[str(k)]["text"] for k in prompts}
+    from dpkit.runs.generate import generate_texts
+
+    return generate_texts(run, backend, prompts, batch_size=batch_size, desc=desc, **generation)

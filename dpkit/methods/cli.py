@@ -199,8 +199,10 @@ def _synth(args: argparse.Namespace) -> int:
     try:
         p = plan(args)
         release, state = execute(p, args.out)
-    except ParameterError as error:
-        print(f"dpkit synth: {error}", file=sys.stderr)
+    except ParameterError as error:  # bad input, a configuration mismatch, a corrupted folder
+        from dpkit.cli import failure_line
+
+        print(f"dpkit synth: {failure_line(error, args.out)}", file=sys.stderr)
         return 2
     except BackendError as error:  # e.g. an API that keeps failing: the run is kept and resumes
         print(f"dpkit synth: the backend failed: {error}. The run in {args.out} is kept; rerun the same "

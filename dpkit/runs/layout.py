@@ -1,19 +1,19 @@
-"""The run folder of ``dpkit synth``: ``DIR/release/`` (publishable) and ``DIR/private/`` (everything else).
+"""The folder of ``dpkit synth``: ``DIR/release/`` (publishable) and ``DIR/private/`` (everything else).
 
 ``DIR/private/`` is a :class:`dpkit.runs.Run` folder: ``manifest.json`` (the
 public configuration, the input file's SHA-256, the seed in reproducible mode,
-the ledger's state, timings), ``records.jsonl`` and ``seeds/`` (checkpoints),
-``log.txt``. ``DIR/release/`` is written once, atomically, at the end
-(:mod:`dpkit.methods.release`).
+the ledger's state, timings, a log), ``records.jsonl`` and ``seeds/``
+(checkpoints). ``DIR/release/`` is written once, atomically, at the end
+(:mod:`dpkit.methods.release`), and tracked by the run's checksums.
 
 :func:`folder_state` decides, BEFORE anything is written, whether ``DIR`` is new,
 a run to resume, or a finished run; a different public configuration or input
-file is a :class:`~dpkit.validate.ParameterError` naming what differs.
+file is a :class:`~dpkit.validate.ParameterError` naming what differs, and a
+finished run whose files changed is a :class:`~dpkit.runs.RunCorruptError`.
 """
 
 from __future__ import annotations
 
-import datetime as _dt
 import json
 import os
 from pathlib import Path
@@ -21,13 +21,6 @@ from pathlib import Path
 from dpkit.validate import ParameterError
 
 NEW, RESUME, DONE = "new", "resume", "done"
-
-
-def file_digest(path: str | os.PathLike) -> str:
-    """SHA-256 of a file's bytes (kept in ``private/`` only)."""
-    from dpkit.runs import file_digest as digest_of_file
-
-    return digest_of_file(path)
 
 
 def paths(out: str | os.PathLike) -> tuple[Path, Path, Path]:
@@ -51,6 +44,22 @@ def _differences(old: dict, new: dict, prefix: str = "") -> list[str]:
     return out
 
 
+def _only_a_new_runs_first_files(root: Path) -> bool:
+    """True when ``root`` is empty or holds only what a Run writes before its first manifest
+    (its key and input digest under ``private/private/``, the lock, temporaries): a crash there
+    left nothing to resume, and a new run may start."""
+    from dpkit.io import TEMP_PREFIX
+
+    for path in root.rglob("*"):
+        if path.is_dir():
+            continue
+        relative = path.relative_to(root).parts
+        if path.name == ".lock" or path.name.startswith(TEMP_PREFIX) or relative[:2] == ("private", "private"):
+            continue
+        return False
+    return True
+
+
 def folder_state(out: str | os.PathLike, params: dict, seed: int | None) -> str:
     """``NEW``, ``RESUME`` or ``DONE`` for the folder ``out``; ParameterError if it holds something else."""
     root, release, private = paths(out)
@@ -58,7 +67,7 @@ def folder_state(out: str | os.PathLike, params: dict, seed: int | None) -> str:
         raise ParameterError("--out", str(root), "exists and is not a folder")
     manifest_path = private / "manifest.json"
     if not manifest_path.exists():
-        if root.exists() and any(root.iterdir()):
+        if root.exists() and not _only_a_new_runs_first_files(root):
             raise ParameterError("--out", str(root), "exists, is not empty and holds no dpkit synth run; "
                                  "give a new or empty folder")
         return NEW
@@ -77,15 +86,8 @@ def folder_state(out: str | os.PathLike, params: dict, seed: int | None) -> str:
                              "would mix two runs. It differs in: " + "; ".join(changes)
                              + ". Use a new folder, or delete this one to start over")
     if manifest.get("status") == "complete" and release.is_dir():
-        from dpkit.runs import verify_folder
+        from dpkit.runs.integrity import verify_folder
 
-        verify_folder(private)      # a finished run's release and ledger still match their checksums
+        verify_folder(private)      # a finished run's records, keys, ledger and release still match
         return DONE
     return RESUME
-
-
-def log(private: Path, message: str) -> None:
-    """Append a time-stamped line to ``private/log.txt`` (the folder must exist)."""
-    stamp = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-    with open(private / "log.txt", "a", encoding="utf-8") as handle:
-        handle.write(f"{stamp} {message}\n")

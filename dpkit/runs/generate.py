@@ -1,0 +1,56 @@
+"""The one generation loop: every pending prompt through a backend, each record appended as its batch ends.
+
+The three methods (:mod:`dpkit.methods`), ``dpkit generate`` and the chapters
+all generate through :func:`generate_records`, so resuming, batching and the
+progress bar behave the same everywhere.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable, Mapping
+
+
+def generate_records(run: Any, backend: Any, prompts: Mapping | Iterable, *, batch_size: int = 1,
+                     make_record: Callable[[str, Any, str], Any] | None = None, desc: str | None = None,
+                     on_record: Callable[[str], None] | None = None, **generation: Any) -> dict[str, Any]:
+    """Generate every pending prompt with ``backend``; return all records by key.
+
+    ``run``: a :class:`~dpkit.runs.Run` (records appended as each batch
+    finishes, only the missing keys generated on resume, the backend recorded
+    in the manifest) or None (in memory). ``make_record(key, prompt, text)``
+    builds the record (default ``{"text": text}``: prompts are not stored, since
+    a local run's prompt may be private). ``on_record(key)`` is told each new
+    record. ``generation`` goes to ``backend.generate_batch`` (``max_new_tokens``,
+    ``temperature``, ``seed``...).
+    """
+    from dpkit.runs.run import _items
+    from dpkit.validate import check_int
+
+    if run is None:
+        batch_size = check_int("batch_size", batch_size, minimum=1)
+        todo = _items(prompts)
+        batches = [todo[i:i + batch_size] for i in range(0, len(todo), batch_size)]
+        out: dict[str, Any] = {}
+    else:
+        batches = run.pending_batches(prompts, batch_size, desc=desc)
+    for batch in batches:
+        texts = backend.generate_batch([prompt for _, prompt in batch], **generation)
+        for (key, prompt), text in zip(batch, texts):
+            record = make_record(key, prompt, text) if make_record else {"text": text}
+            if run is None:
+                out[key] = record
+            else:
+                run.append(key, record)
+            if on_record is not None:
+                on_record(key)
+    if run is None:
+        return out
+    run.update(backend=backend)
+    return run.records()
+
+
+def generate_texts(run: Any, backend: Any, prompts: Mapping[Any, Any], *, batch_size: int = 1,
+                   desc: str | None = None, **generation: Any) -> dict[str, str]:
+    """:func:`generate_records` for a mapping key -> prompt; returns key -> text for those keys."""
+    records = generate_records(run, backend, prompts, batch_size=batch_size, desc=desc, **generation)
+    return {str(k): records[str(k)]["text"] for k in prompts}
