@@ -3,11 +3,13 @@
     python -m dpkit audit list [--json]
     python -m dpkit audit run NAME --epsilon E [--samples N] [--seed S] [--confidence C] [--json]
     python -m dpkit audit samples --claim C --violation V [--confidence C] [--json]
+    python -m dpkit audit release {kps,pp,dpst} --input F --text-column C --epsilon E [--canaries M] [--smoke]
 
 ``run`` builds NAME calibrated for the claimed epsilon E, draws N outputs on each
 dataset of its worst-case neighbouring pair, and prints the lower confidence
 bound with the witness. Exit status 0 whether the mechanism passes or not
-(``passed`` in the output says which); 2 on bad arguments.
+(``passed`` in the output says which); 2 on bad arguments. ``release`` audits a
+method's whole release with canaries (:mod:`dpkit.audit.release_cli`).
 """
 
 from __future__ import annotations
@@ -107,3 +109,6 @@ def register(subparsers) -> None:
     need.add_argument("--confidence", type=float, default=0.95, help="confidence of the bound (default 0.95)")
     need.add_argument("--json", action="store_true", help="one JSON object")
     need.set_defaults(func=_samples)
+    from dpkit.audit import release_cli
+
+    release_cli.register(sub)

@@ -1,0 +1,184 @@
+"""``dpkit audit release {kps,pp,dpst}``: audit a method's whole release on your data plus canaries.
+
+    dpkit audit release kps --input data/own_data_sample.csv --text-column text \\
+        --label-column label --epsilon 4 --smoke --out runs/audit-kps
+
+The method runs through the same path as ``dpkit synth`` (``plan`` and
+``execute`` of :mod:`dpkit.methods.cli`: validation first, the run folder
+``DIR/run`` with its lock, checkpoints and resume), on the input's records plus
+public canaries (:func:`dpkit.audit.release.audit_release`). ``DIR/audit.json``
+holds the audit's own settings and seed (written before the run, so the same
+command resumes the same audit); ``DIR/audit_result.json`` and stdout get the
+result as JSON: counts, bounds and scores of public canaries only, never a text
+or label of the input. Exit 0 whatever the verdict; 2 on bad arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import secrets
+import sys
+import tempfile
+from dataclasses import fields, replace
+from pathlib import Path
+
+from dpkit.audit.scorers import DEFAULT_SCORERS
+
+SMOKE_CANARIES = 200   # --smoke without --canaries: the cap on the bound is then 3.0 (see dpkit.audit.canaries)
+
+
+def _synth_args(args: argparse.Namespace) -> argparse.Namespace:
+    """The ``dpkit synth`` flags this audit passes on (the synth defaults for everything else)."""
+    return argparse.Namespace(
+        method=args.method, input=args.input, text_column=args.text_column, label_column=args.label_column,
+        labels=args.labels, epsilon=args.epsilon, delta=args.delta, out=None, backend=args.backend,
+        model=args.model, smoke=args.smoke, seed=args.seed, limit=args.limit, rows=args.rows,
+        sample_fraction=None, sample_salt=None, executor=None, workers=None, ray_address=None,
+        set=list(args.set or []), config=None, plan=False)
+
+
+def _value(text: str, current):
+    from dpkit.validate import ParameterError
+
+    if isinstance(current, bool):
+        if text.lower() in ("true", "false"):
+            return text.lower() == "true"
+        raise ParameterError("--set", text, "must be true or false for this setting")
+    for kind in (int, float):
+        if isinstance(current, kind):
+            try:
+                return kind(text)
+            except ValueError:
+                raise ParameterError("--set", text, f"must be a {kind.__name__} for this setting") from None
+    if current is None:
+        try:
+            return json.loads(text)
+        except ValueError:
+            return text
+    return text
+
+
+def apply_settings(config, pairs):
+    """``config`` with ``--set key=value`` pairs applied (idempotent: the same pairs twice change nothing)."""
+    from dpkit.validate import ParameterError
+
+    names = {f.name for f in fields(config)}
+    changes = {}
+    for pair in pairs or ():
+        key, sep, text = pair.partition("=")
+        if not sep or key not in names or key in ("epsilon", "delta"):
+            raise ParameterError("--set", pair, f"must be key=value with key one of {sorted(names - {'epsilon', 'delta'})}"
+                                 " (epsilon and delta have their own flags)")
+        changes[key] = _value(text, getattr(config, key))
+    return replace(config, **changes) if changes else config
+
+
+def _audit_state(root: Path, settings: dict) -> dict:
+    """DIR/audit.json: created on the first run, read (and compared) on a resume."""
+    from dpkit.io import atomic_write_text
+    from dpkit.validate import ParameterError
+
+    path = root / "audit.json"
+    if path.exists():
+        state = json.loads(path.read_text(encoding="utf-8"))
+        if state.get("settings") != settings:
+            raise ParameterError("--out", str(root), "holds an audit with other settings; use a new folder")
+        return state
+    if root.exists() and any(root.iterdir()):
+        raise ParameterError("--out", str(root), "exists, is not empty and holds no audit; give a new or empty folder")
+    root.mkdir(parents=True, exist_ok=True)
+    state = {"settings": settings, "audit_seed": secrets.randbits(63)}
+    atomic_write_text(path, json.dumps(state, indent=2, sort_keys=True) + "\n")
+    return state
+
+
+def run_release_audit(args: argparse.Namespace) -> dict:
+    """Plan, then audit; returns the result dict (raises ParameterError on bad input)."""
+    from dpkit.audit.release import audit_release, neighbouring_for
+    from dpkit.io import atomic_write_text
+    from dpkit.methods.base import config_dict
+    from dpkit.methods.cli import execute, plan
+    from dpkit.validate import ParameterError, check_in_range, check_int
+
+    scorers = tuple(s.strip() for s in args.scorers.split(",") if s.strip())
+    m = args.canaries if args.canaries is not None else (SMOKE_CANARIES if args.smoke else None)
+    if m is not None:
+        check_int("--canaries", m, minimum=2)
+    check_in_range("--confidence", args.confidence, 0.0, 1.0, low_open=True, high_open=True)
+    p = plan(_synth_args(args))
+    config = apply_settings(p.config, args.set)
+    if config != p.config:
+        p = replace(p, config=config, params=dict(p.params, method_config=config_dict(config)))
+    root = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="dpkit-audit-"))
+    settings = {"method": args.method, "canaries": m, "scorers": list(scorers), "confidence": args.confidence,
+                "params": json.loads(json.dumps(p.params, sort_keys=True, default=str))}
+    state = _audit_state(root, settings)
+    claimed_delta = float(getattr(p.config, "delta", 0.0) or 0.0)
+
+    def synthesize(records):
+        release, _ = execute(replace(p, records=records), root / "run")
+        if release is not None:
+            return list(release.records)
+        lines = (root / "run" / "release" / "synthetic.jsonl").read_text(encoding="utf-8").splitlines()
+        return [json.loads(line) for line in lines if line.strip()]
+
+    if not scorers:
+        raise ParameterError("--scorers", args.scorers, "must name at least one scorer")
+    result = audit_release(synthesize, p.records, canaries=m, claimed_epsilon=args.epsilon,
+                           claimed_delta=claimed_delta, confidence=args.confidence, seed=state["audit_seed"],
+                           scorers=scorers, neighbouring=neighbouring_for(args.method))
+    payload = dict(method=args.method, neighbouring=neighbouring_for(args.method), out=str(root),
+                   **result.to_dict())
+    atomic_write_text(root / "audit_result.json", json.dumps(payload, indent=2, sort_keys=True) + "\n")
+    return payload
+
+
+def _release(args: argparse.Namespace) -> int:
+    from dpkit import runtime
+    from dpkit.backends.base import BackendError
+    from dpkit.io import to_jsonable
+    from dpkit.validate import ParameterError
+
+    runtime.set_offline()
+    try:
+        payload = run_release_audit(args)
+    except ParameterError as error:
+        print(f"dpkit audit release: {error}", file=sys.stderr)
+        return 2
+    except BackendError as error:
+        print(f"dpkit audit release: the backend failed: {error}. Rerun the same command with the same --out "
+              "to resume", file=sys.stderr)
+        return 1
+    print(json.dumps(to_jsonable(payload, nonfinite="string"), indent=2))
+    return 0
+
+
+def register(sub) -> None:
+    """Add ``release`` to the ``dpkit audit`` subcommands."""
+    from dpkit.methods.cli import BACKENDS
+
+    p = sub.add_parser("release", help="audit a method's whole release with canaries (one run)",
+                       description=__doc__.splitlines()[0])
+    p.add_argument("method", choices=("kps", "pp", "dpst"), help="DP-KPS, private prediction or DP-ST")
+    p.add_argument("--input", required=True, help="CSV, TSV or JSON Lines file, UTF-8")
+    p.add_argument("--text-column", required=True, help="the column with the texts")
+    p.add_argument("--label-column", default=None, help="the column with the labels (optional)")
+    p.add_argument("--labels", default=None, help="the public label set, comma-separated")
+    p.add_argument("--epsilon", type=float, required=True, help="the budget the method runs at (the claim)")
+    p.add_argument("--delta", type=float, default=None, help="pp only: delta in (0, 1) (default 1e-6)")
+    p.add_argument("--canaries", type=int, default=None, help="number of canaries (default 1000; 200 with --smoke)")
+    p.add_argument("--scorers", default=",".join(DEFAULT_SCORERS), help="comma-separated: ngram, chars, embedding "
+                   f"(default {','.join(DEFAULT_SCORERS)})")
+    p.add_argument("--confidence", type=float, default=0.95, help="confidence of the lower bound (default 0.95)")
+    p.add_argument("--smoke", action="store_true", help="the method's tiny sizes, and 200 canaries")
+    p.add_argument("--set", action="append", default=None, metavar="KEY=VALUE",
+                   help="a method configuration setting (repeatable), as in dpkit synth")
+    p.add_argument("--out", default=None, help="audit folder DIR: DIR/run (a dpkit synth run folder), "
+                   "DIR/audit.json, DIR/audit_result.json (default: a new temporary folder)")
+    p.add_argument("--backend", choices=BACKENDS, default=None, help="text generation backend (default local)")
+    p.add_argument("--model", default=None, help="model name or path for the backend")
+    p.add_argument("--seed", type=int, default=None, help="the method's reproducible mode (NOT a DP release)")
+    p.add_argument("--limit", type=int, default=None, help="as in dpkit synth")
+    p.add_argument("--rows", type=int, default=None, help="as in dpkit synth")
+    p.set_defaults(func=_release)

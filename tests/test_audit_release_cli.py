@@ -1,0 +1,61 @@
+"""``dpkit audit release``: the synth path plus canaries, JSON out, resume, exit 2 on bad flags."""
+
+import json
+
+import pytest
+
+import dpkit.backends
+from dpkit.cli import main
+
+SAMPLE = "data/own_data_sample.csv"
+BASE = ["audit", "release", "kps", "--input", SAMPLE, "--text-column", "text", "--label-column", "label",
+        "--epsilon", "4", "--smoke", "--canaries", "64", "--scorers", "ngram,chars"]
+
+
+class FakeBackend:
+    name, remote, model = "fake", False, "fake"
+
+    def generate_batch(self, prompts, **generation):
+        return [f"synthetic text {len(str(p))}" for p in prompts]
+
+    def describe(self):
+        return {"name": "fake", "model": "fake"}
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    monkeypatch.setattr(dpkit.backends, "get_backend", lambda *a, **k: FakeBackend())
+
+
+def test_prints_the_result_and_resumes_to_the_same(fake, tmp_path, capsys):
+    out = tmp_path / "audit"
+    assert main(BASE + ["--out", str(out)]) == 0
+    first = json.loads(capsys.readouterr().out)
+    assert first["method"] == "kps" and first["canaries"] == 64 and first["verdict"] == "not refuted"
+    assert first["claimed_epsilon"] == 4.0 and first["neighbouring"] == "add/remove"
+    assert (out / "run" / "release" / "synthetic.jsonl").exists() and (out / "audit.json").exists()
+    assert json.loads((out / "audit_result.json").read_text())["epsilon_lower_bound"] == first["epsilon_lower_bound"]
+    assert main(BASE + ["--out", str(out)]) == 0          # a finished run: same audit, nothing regenerated
+    second = json.loads(capsys.readouterr().out)
+    assert {k: v for k, v in second.items() if k != "seconds"} == {k: v for k, v in first.items() if k != "seconds"}
+    texts = [line.split(",")[0] for line in open(SAMPLE, encoding="utf-8").read().splitlines()[1:]]
+    printed = json.dumps(first)
+    assert not any(t and t in printed for t in texts)
+
+
+@pytest.mark.parametrize("flags,needle", [(["--canaries", "1"], "--canaries"), (["--set", "bogus=1"], "--set"),
+                                          (["--epsilon", "-1"], "--epsilon"), (["--set", "N=abc"], "--set")])
+def test_bad_flags_exit_2_and_write_nothing(fake, tmp_path, capsys, flags, needle):
+    out = tmp_path / "audit"
+    assert main(BASE + flags + ["--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and "Traceback" not in err
+    assert not out.exists()
+
+
+def test_another_audit_in_the_same_folder_is_refused(fake, tmp_path, capsys):
+    out = tmp_path / "audit"
+    assert main(BASE + ["--out", str(out)]) == 0
+    capsys.readouterr()
+    assert main(BASE[:-4] + ["--canaries", "32", "--scorers", "ngram,chars", "--out", str(out)]) == 2
+    assert "other settings" in capsys.readouterr().err
