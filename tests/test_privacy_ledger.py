@@ -143,3 +143,41 @@ def test_pure_epsilon_is_basic_composition_through_the_composition_module():
     with pytest.raises(ParameterError, match="gaussian"):
         ledger.pure_epsilon()
     assert PrivacyLedger().pure_epsilon() == 0.0
+
+
+def test_a_pure_budget_composes_basically_and_refuses_before_recording():
+    """delta = 0: the budget is pure epsilon (basic composition; parallel entries count once)."""
+    lap = Laplace(1.0, epsilon=1.5, unit="document").contract
+    ledger = PrivacyLedger(budget_epsilon=4.0, delta=0)
+    ledger.spend(lap, "a", count=2)
+    ledger.spend_parallel(Laplace(1.0, epsilon=1.0, unit="document").contract, "b", groups=5)
+    assert ledger.guarantee() == (pytest.approx(4.0), 0.0) and ledger.pure
+    with pytest.raises(BudgetExceededError, match="epsilon=4.5"):
+        ledger.spend(Laplace(1.0, epsilon=0.5, unit="document").contract, "c")
+    assert [e["label"] for e in ledger.entries] == ["a", "b"]
+    assert ledger.would_exceed(lap) and not PrivacyLedger(budget_epsilon=4.0, delta=0).would_exceed(lap)
+    gaussian = Gaussian(1.0, sigma=5 ** 0.5, unit="document").contract  # no pure epsilon: a pure budget cannot hold it
+    with pytest.raises(BudgetExceededError, match="no pure epsilon"):
+        PrivacyLedger(budget_epsilon=10.0, delta=0).spend(gaussian, "g")
+    again = PrivacyLedger.from_dict(json.loads(json.dumps(ledger.to_dict())))
+    assert again.pure and again.guarantee() == ledger.guarantee() and again.budget_epsilon == 4.0
+
+
+def test_the_guarantee_at_delta_is_the_tight_conversion():
+    ledger = PrivacyLedger(budget_epsilon=3.0, delta=1e-6)
+    ledger.spend(Gaussian(1.0, sigma=10 ** 0.5, unit="document").contract, "g", count=2)  # rho 0.05 each
+    assert ledger.guarantee() == (pytest.approx(zcdp_to_epsilon(0.1, 1e-6)), 1e-6)
+    with pytest.raises(ParameterError, match="delta"):
+        PrivacyLedger().guarantee()
+
+
+def test_on_record_sees_each_entry_before_spend_returns():
+    seen = []
+    ledger = PrivacyLedger(budget_epsilon=1.0, delta=0, on_record=lambda led: seen.append(len(led.entries)))
+    ledger.spend(Laplace(1.0, epsilon=0.5, unit="document").contract, "a")
+    ledger.spend_parallel(Laplace(1.0, epsilon=0.5, unit="document").contract, "b", groups=3)
+    with pytest.raises(BudgetExceededError):
+        ledger.spend(Laplace(1.0, epsilon=0.5, unit="document").contract, "c")
+    assert seen == [1, 2]  # an overspend is refused before it is recorded, so the hook never sees it
+    with pytest.raises(ParameterError, match="on_record"):
+        PrivacyLedger(on_record="not callable")

@@ -275,3 +275,40 @@ def test_dpst_keeps_the_first_rows_under_replace_one(tmp_path, fake):
     with open(SAMPLE, encoding="utf-8", newline="") as handle:
         first = [row["text"] for row in csv.DictReader(handle)][:12]
     assert [t for t, _ in records] == first
+
+
+def test_a_method_that_charges_more_than_its_configuration_is_refused(tmp_path, capsys, fake, monkeypatch):
+    """The CLI gives the ledger the budget once; a charge beyond it raises before it is recorded, so no
+    text is generated and no release is written."""
+    import dpkit.kps.pipeline as kps_pipeline
+
+    fit = kps_pipeline.fit_kps
+
+    def overspending(texts, labels, names, vocabulary, embedder, config, rng, ledger):
+        model = fit(texts, labels, names, vocabulary, embedder, config, rng, ledger)
+        ledger.spend(model.vocabulary.contract, "kps: private vocabulary, again")  # beyond the configuration
+        return model
+
+    monkeypatch.setattr(kps_pipeline, "fit_kps", overspending)
+    out = tmp_path / "run"
+    assert synth(out) == 2
+    err = capsys.readouterr().err
+    assert "over the budget epsilon=4" in err and "Traceback" not in err
+    assert not (out / "release").exists() and fake.calls == 0
+    manifest = json.loads((out / "private" / "manifest.json").read_text())
+    assert manifest["ledger"]["budget_epsilon"] == 4.0 and manifest["ledger"]["delta"] == 0.0
+
+
+@pytest.mark.parametrize("method", ["kps", "dpst"])
+def test_the_release_states_the_ledgers_composition(tmp_path, fake, method):
+    from dpkit.privacy import PrivacyLedger
+
+    out = tmp_path / "run"
+    assert synth(out, method=method) == 0
+    manifest = json.loads((out / "private" / "manifest.json").read_text())
+    ledger = PrivacyLedger.from_dict(manifest["ledger"])
+    config = json.loads((out / "release" / "config.json").read_text())
+    assert ledger.guarantee() == (config["epsilon"], config["delta"]) and ledger.budget_epsilon == 4.0
+    report = (out / "release" / "privacy_report.md").read_text()
+    assert "## Composition (the ledger)" in report
+    assert all(f"| {e['label']} |" in report for e in ledger.entries)

@@ -164,7 +164,8 @@ def execute(p: Plan, out) -> tuple[object, str]:
     if state == DONE:
         return None, state
     start = time.perf_counter()
-    run = Run(private, params=p.params, seed=p.seed, ledger=PrivacyLedger())
+    epsilon, delta = p.config.budget()    # the budget, given to the ledger once: every charge is checked
+    run = Run(private, params=p.params, seed=p.seed, ledger=PrivacyLedger(budget_epsilon=epsilon, delta=delta))
     run.note(f"{'resumed' if run.resumed else 'started'} {p.settings['method']}")
     _say(f"dpkit synth {p.settings['method']}: {'resuming' if run.resumed else 'starting'} in {root}")
     if p.executor is None:
@@ -192,6 +193,7 @@ def _say(message: str) -> None:
 def _synth(args: argparse.Namespace) -> int:
     from dpkit import runtime
     from dpkit.backends.base import BackendError
+    from dpkit.privacy.ledger import BudgetExceededError
     from dpkit.runs.layout import DONE
     from dpkit.validate import ParameterError
 
@@ -203,6 +205,9 @@ def _synth(args: argparse.Namespace) -> int:
         from dpkit.cli import failure_line
 
         print(f"dpkit synth: {failure_line(error, args.out)}", file=sys.stderr)
+        return 2
+    except BudgetExceededError as error:  # refused before the charge was recorded: nothing was released
+        print(f"dpkit synth: refused, nothing released: {error}", file=sys.stderr)
         return 2
     except BackendError as error:  # e.g. an API that keeps failing: the run is kept and resumes
         print(f"dpkit synth: the backend failed: {error}. The run in {args.out} is kept; rerun the same "

@@ -74,6 +74,10 @@ class Config:
         if not isinstance(self.reconstruct, bool):
             raise ParameterError("reconstruct", self.reconstruct, "must be True or False")
 
+    def budget(self) -> tuple[float, float]:
+        """The ledger's budget: pure ``epsilon`` per record (delta 0)."""
+        return float(self.epsilon), 0.0
+
     def budgets(self, labelled: bool) -> tuple[float, float]:
         """(text epsilon, label epsilon); the label gets nothing when the input is unlabelled."""
         if not labelled:
@@ -99,11 +103,12 @@ def synthesize(records: Records, config: Config, run, backend, seed_sequence: np
     from dpkit.dpst.privatize import PrivateDocument
     from dpkit.dpst.reconstruct import clean_output, reconstruction_messages
     from dpkit.methods.labels import label_contract, randomized_response
-    from dpkit.privacy import PrivacyContract, PrivacyLedger
+    from dpkit.methods.budget import budget_ledger, ledger_guarantee
+    from dpkit.privacy import PrivacyContract
 
     records = records.capped(config.max_chars)
     eps_text, eps_label = config.budgets(records.labelled)
-    ledger = PrivacyLedger() if run is None or run.ledger is None else run.ledger
+    ledger = budget_ledger(run, *config.budget())  # every charge below is checked against the budget
     corpus = load_public_corpus(k=config.k, n_articles=config.n_articles)
     mechanism = DPST(corpus, eps_text, "document", slots=config.slots,
                      neighbourhood_share=config.neighbourhood_share, scorer=config.tie_scorer,
@@ -143,7 +148,8 @@ def synthesize(records: Records, config: Config, run, backend, seed_sequence: np
         if records.labelled:
             record["label"] = records.label_set[int(released["labels"][i])]
         out.append(record)
-    return Release(NAME, tuple(out), float(config.epsilon), 0.0, STATEMENT, config_dict(config), ledger=ledger,
+    epsilon, delta = ledger_guarantee(ledger)
+    return Release(NAME, tuple(out), epsilon, delta, STATEMENT, config_dict(config), ledger=ledger,
                    public_rules=mechanism.public_rules,
-                   notes=(f"per record: text epsilon {eps_text:g}" +
-                          (f", label epsilon {eps_label:g}" if records.labelled else ""),))
+                   notes=("per record: " + ", ".join(f"{e['label'].split(': ', 1)[-1]} epsilon "
+                                                     f"{e['contract']['epsilon']:g}" for e in ledger.entries),))

@@ -82,6 +82,10 @@ class Config:
             raise ParameterError("document_type", self.document_type, "must be a non-empty description")
         self.kps_config()  # validates S, N, L, kde, n_features, bandwidth
 
+    def budget(self) -> tuple[float, float]:
+        """The ledger's budget: pure ``epsilon`` (delta 0)."""
+        return float(self.epsilon), 0.0
+
     def kps_config(self):
         from dpkit.kps.pipeline import KPSConfig
 
@@ -138,12 +142,12 @@ def synthesize(records: Records, config: Config, run, backend, seed_sequence: np
     check_inputs(records, config, Config, seed_sequence)
     from dpkit.kps.pipeline import fit_kps
     from dpkit.models.embed import load_embedder
-    from dpkit.privacy import PrivacyLedger
+    from dpkit.methods.budget import budget_ledger, ledger_guarantee
 
     records = records.capped(config.max_chars)
     label_set = records.label_set if records.labelled else ("all",)
     labels = np.asarray(records.labels if records.labelled else [0] * len(records), dtype=np.int64)
-    ledger = PrivacyLedger() if run is None or run.ledger is None else run.ledger
+    ledger = budget_ledger(run, *config.budget())  # every charge below is checked against the budget
 
     def private_part():
         model = fit_kps(records.texts, labels, label_set, _public_vocabulary(config.vocabulary), load_embedder(),
@@ -162,5 +166,6 @@ def synthesize(records: Records, config: Config, run, backend, seed_sequence: np
         if records.labelled:
             record["label"] = label_set[owners[key]]
         out.append(record)
-    return Release(NAME, tuple(out), float(config.epsilon), 0.0, STATEMENT, config_dict(config), ledger=ledger,
+    epsilon, delta = ledger_guarantee(ledger)
+    return Release(NAME, tuple(out), epsilon, delta, STATEMENT, config_dict(config), ledger=ledger,
                    public_rules=config.kps_config().public_rules())

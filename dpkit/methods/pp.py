@@ -79,6 +79,10 @@ class Config:
             get_template(self.template)
         self.pp_config()  # validates the decoding parameters and that epsilon affords one private token
 
+    def budget(self) -> tuple[float, float]:
+        """The ledger's budget: ``epsilon`` at ``delta`` (zCDP, tight conversion)."""
+        return float(self.epsilon), float(self.delta)
+
     def pp_config(self):
         from dpkit.privpred import PrivatePredictionConfig
 
@@ -114,7 +118,7 @@ def synthesize(records: Records, config: Config, run, backend, seed_sequence: np
     and a run may be resumed with another executor.
     """
     check_inputs(records, config, Config, seed_sequence)
-    from dpkit.privacy import PrivacyLedger
+    from dpkit.methods.budget import budget_ledger, ledger_guarantee
     from dpkit.privpred import generate_synthetic, resolve_local_lm
     from dpkit.privpred.executors import check_executor
 
@@ -123,7 +127,7 @@ def synthesize(records: Records, config: Config, run, backend, seed_sequence: np
     lm = resolve_local_lm(backend)  # RemoteBackendError (a ParameterError) for API backends
     records = records.capped(config.max_chars)
     texts = [t if t.strip() else EMPTY_TEXT for t in records.texts]
-    ledger = PrivacyLedger() if run is None or run.ledger is None else run.ledger
+    ledger = budget_ledger(run, *config.budget())  # the charge at the cap r is checked against the budget
     pcfg = config.pp_config()
     result = generate_synthetic(texts, template_for(config, records.labelled), pcfg,
                                 labels=records.labels, label_names=records.label_set, n_batches=config.n_batches,
@@ -135,10 +139,11 @@ def synthesize(records: Records, config: Config, run, backend, seed_sequence: np
             record["label"] = records.label_set[int(example.label)]
         out.append(record)
     guarantee = pcfg.guarantee()
-    return Release(NAME, tuple(out), float(guarantee["epsilon"]), float(config.delta), STATEMENT,
+    epsilon, delta = ledger_guarantee(ledger)
+    return Release(NAME, tuple(out), epsilon, delta, STATEMENT,
                    config_dict(config), ledger=ledger,
                    notes=(f"private-token cap r = {guarantee['max_private_tokens']} per batch; "
-                          f"rho = {guarantee['rho']:.6g}",),
+                          f"rho = {ledger.rho:.6g}",),
                    public_rules=public_rules(config))
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from dpkit.io import atomic_folder
 from dpkit.methods.base import Release
+from dpkit.methods.budget import composition_lines
 from dpkit.validate import ParameterError
 
 RELEASE_FILES = ("synthetic.jsonl", "privacy_report.md", "config.json")
@@ -86,6 +87,13 @@ def privacy_report(release: Release, public: dict) -> str:
               f"- Each text is cut at `max_chars` = {release.config.get('max_chars')} characters."]
     lines += [f"- {name.replace('_', ' ')}: {rule}." for name, rule in release.public_rules.items()]
     lines += [f"- {note}" for note in release.notes]
+    composition = composition_lines(release.ledger.to_dict() if release.ledger is not None else None)
+    if composition:
+        total = (f"epsilon = {release.epsilon:g} (pure, basic composition)" if release.delta == 0
+                 else f"epsilon = {release.epsilon:g} at delta = {release.delta:g} (zCDP, tight conversion)")
+        lines += ["", "## Composition (the ledger)", "",
+                  "Every mechanism the release ran, as charged to the privacy ledger before it ran; the "
+                  f"guarantee above is their composition: {total}.", "", *composition]
     lines += ["", "## Public configuration", "", "```json", json.dumps(public, indent=2, sort_keys=True), "```", ""]
     return "\n".join(lines)
 

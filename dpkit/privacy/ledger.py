@@ -17,7 +17,7 @@ import json
 import math
 import os
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from dpkit.validate import ParameterError, check_int, check_positive, check_probability
 
@@ -33,19 +33,44 @@ class BudgetExceededError(RuntimeError):
 
 
 class PrivacyLedger:
-    """Records spends and enforces ``budget_rho`` and/or ``budget_epsilon`` (at ``delta``)."""
+    """Records spends and enforces ``budget_rho`` and/or ``budget_epsilon`` (at ``delta``).
+
+    ``delta = 0`` makes the budget a PURE one: entries compose by basic
+    composition (:meth:`pure_epsilon`) and an entry without a pure epsilon is
+    refused. :meth:`guarantee` is the ledger's composed ``(epsilon, delta)``,
+    the number a release states. ``on_record(ledger)``, when set, is called right
+    after each entry is recorded and before ``spend``/``spend_parallel`` returns
+    (a run folder uses it to put the spend on disk before the work it pays for).
+    """
 
     def __init__(self, budget_rho: float | None = None, budget_epsilon: float | None = None,
-                 delta: float | None = None, *, on_record=None) -> None:
+                 delta: float | None = None, *, on_record: Callable[["PrivacyLedger"], None] | None = None) -> None:
         self.budget_rho = None if budget_rho is None else check_positive("budget_rho", budget_rho)
         self.budget_epsilon = None if budget_epsilon is None else check_positive("budget_epsilon", budget_epsilon)
-        self.delta = None if delta is None else check_probability("delta", delta)
+        if delta is None or (isinstance(delta, (int, float)) and not isinstance(delta, bool) and delta == 0):
+            self.delta = None if delta is None else 0.0
+        else:
+            self.delta = check_probability("delta", delta)
         if self.budget_epsilon is not None and self.delta is None:
-            raise ParameterError("delta", None, "is required when budget_epsilon is set")
-        self.entries: list[dict[str, Any]] = []
+            raise ParameterError("delta", None, "is required when budget_epsilon is set (0 for a pure budget)")
+        if on_record is not None and not callable(on_record):
+            raise ParameterError("on_record", on_record, "must be a callable taking the ledger, or None")
         # called with the ledger right after each entry is recorded, before spend() returns
         # (a run folder writes the ledger to disk there: spend on disk before the work it pays for)
         self.on_record = on_record
+        self.entries: list[dict[str, Any]] = []
+
+    @property
+    def pure(self) -> bool:
+        """True when the ledger's delta is 0: a pure epsilon budget."""
+        return self.delta == 0.0
+
+    def guarantee(self) -> tuple[float, float]:
+        """The composed guarantee ``(epsilon, delta)`` of every entry: pure basic composition when the
+        ledger's delta is 0, otherwise the tight zCDP conversion at the ledger's delta."""
+        if self.delta is None:
+            raise ParameterError("delta", None, "the ledger was created without a delta; give one (0 for pure)")
+        return (self.pure_epsilon(), 0.0) if self.pure else (self.epsilon(self.delta), self.delta)
 
     # -- totals ------------------------------------------------------------
     @property
@@ -60,8 +85,12 @@ class PrivacyLedger:
         zCDP contract that also states an epsilon with delta 0, such as NoisyTopK);
         otherwise ParameterError names the entry (use :meth:`PrivacyLedger.epsilon` at a delta).
         """
+        return self._pure_total(self.entries)
+
+    @staticmethod
+    def _pure_total(entries) -> float:
         per_entry = []
-        for e in self.entries:
+        for e in entries:
             c = e["contract"]
             if c["epsilon"] is None or c["measure"] == "approx" or c["delta"]:
                 raise ParameterError("ledger", e["label"], "holds an entry without a pure epsilon "
@@ -97,6 +126,8 @@ class PrivacyLedger:
             delta = self.delta
             if delta is None:
                 raise ParameterError("delta", None, "give delta (the ledger was created without one)")
+        if delta == 0:
+            return self.pure_epsilon()
         return self._epsilon(self.rho, self.approx_epsilon, self.approx_delta,
                              check_probability("delta", delta))
 
@@ -156,7 +187,7 @@ class PrivacyLedger:
             "contract": contract.to_dict(),
         }
         self._check_budget(rho, count * contract.epsilon if approx else 0.0,
-                           count * contract.delta if approx else 0.0, label)
+                           count * contract.delta if approx else 0.0, label, entry)
         self.entries.append(entry)
         if self.on_record is not None:
             self.on_record(self)
@@ -169,14 +200,27 @@ class PrivacyLedger:
         count = check_int("count", count, minimum=0)
         try:
             approx = contract.measure == "approx"
+            entry = {"label": "check", "contract": contract.to_dict(), "composition": "sequential", "count": count,
+                     "groups": 1}
             self._check_budget(0.0 if approx else count * contract.rho(),
                                count * contract.epsilon if approx else 0.0,
-                               count * contract.delta if approx else 0.0, "check")
+                               count * contract.delta if approx else 0.0, "check", entry)
         except BudgetExceededError:
             return True
         return False
 
-    def _check_budget(self, rho: float, eps: float, delta: float, label: str) -> None:
+    def _check_budget(self, rho: float, eps: float, delta: float, label: str, entry: dict | None = None) -> None:
+        if self.pure and self.budget_epsilon is not None:
+            try:
+                total = self._pure_total(self.entries + [entry])
+            except ParameterError:
+                raise BudgetExceededError(f"spending {label!r} has no pure epsilon, and the budget is pure "
+                                          f"epsilon={self.budget_epsilon:.6g}; nothing was recorded") from None
+            if total > self.budget_epsilon * (1 + _TOLERANCE):
+                raise BudgetExceededError(
+                    f"spending {label!r} would bring the total to epsilon={total:.6g} (pure, basic composition), "
+                    f"over the budget epsilon={self.budget_epsilon:.6g}; nothing was recorded")
+            return
         new_rho = self.rho + rho
         if self.budget_rho is not None and new_rho > self.budget_rho * (1 + _TOLERANCE):
             raise BudgetExceededError(
