@@ -99,18 +99,23 @@ def resolve_local_lm(model=None):
 
 @dataclass(frozen=True)
 class PrivatePredictionConfig:
-    """Target guarantee and sampling parameters of a run (validated on construction)."""
+    """Target guarantee and sampling parameters of a run (validated on construction).
+
+    The one home of private prediction's public parameters and their defaults:
+    ``dpkit synth pp``'s configuration (:class:`dpkit.methods.pp.Config`) is this
+    class plus the release layout. The cap ``r`` is computed once per instance.
+    """
 
     epsilon: float
     delta: float
-    expected_batch_size: float = 8
-    clip: float = 10.0
-    temperature: float = 2.0
+    expected_batch_size: float = 8.0
+    clip: float = 2.0
+    temperature: float = 1.0
     public_temperature: float = 1.5
     svt_threshold: float | None = None
     svt_sigma: float | None = None
-    top_k: int | None = None
-    max_new_tokens: int = 48
+    top_k: int | None = 50
+    max_new_tokens: int = 32
     max_examples_per_batch: int | None = None
     max_steps_per_batch: int | None = None
     hash_key: str = ""
@@ -133,9 +138,12 @@ class PrivatePredictionConfig:
                                  + " (raise s or tau, or lower c)")
 
     def max_private_tokens(self) -> int:
-        """The cap ``r`` from Theorem 1 (tight zCDP -> (epsilon, delta) conversion)."""
-        return max_private_tokens(self.epsilon, self.delta, self.expected_batch_size, self.clip, self.temperature,
-                                  self.svt_sigma if self.svt_threshold is not None else None)
+        """The cap ``r`` from Theorem 1 (tight zCDP -> (epsilon, delta) conversion), computed once."""
+        if "_r" not in self.__dict__:   # frozen: the fields cannot change, so neither can r
+            object.__setattr__(self, "_r", max_private_tokens(
+                self.epsilon, self.delta, self.expected_batch_size, self.clip, self.temperature,
+                self.svt_sigma if self.svt_threshold is not None else None))
+        return self.__dict__["_r"]
 
     def settings(self, r: int | None = None) -> DecodeSettings:
         return DecodeSettings(
