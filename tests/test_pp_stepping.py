@@ -44,16 +44,16 @@ def _prompts(lm, n):
 @pytest.mark.slow
 def test_grouped_steps_equal_the_models_forward_bit_for_bit(lm, monkeypatch):
     from dpkit.privpred import stepping
-    from dpkit.privpred.decode import _Prefix, _tokenize
+    from dpkit.privpred.rows import ModelRows, tokenize
     from dpkit.privpred.stepping import CachedRows, advance_groups, supports
 
     assert supports(lm)
     monkeypatch.setattr(stepping, "INITIAL_ROOM", 1)   # the buffers grow twice on the way
     private, public = _prompts(lm, 3)   # prompts of different lengths: the private rows are padded
-    ref_pub, ref_pri = _Prefix(lm, [public], True), _Prefix(lm, private, True)
-    pub = CachedRows(lm, *_tokenize(lm, [public], None), max_new_tokens=4)
-    pri = CachedRows(lm, *_tokenize(lm, private, None), max_new_tokens=4)
-    alone = CachedRows(lm, *_tokenize(lm, [public], None), max_new_tokens=4)
+    ref_pub, ref_pri = ModelRows(lm, *tokenize(lm, [public], None), True), ModelRows(lm, *tokenize(lm, private, None), True)
+    pub = CachedRows(lm, *tokenize(lm, [public], None), max_new_tokens=4)
+    pri = CachedRows(lm, *tokenize(lm, private, None), max_new_tokens=4)
+    alone = CachedRows(lm, *tokenize(lm, [public], None), max_new_tokens=4)
     assert pri.padded and not pub.padded
     for restart in (False, True):
         if restart:

@@ -1,18 +1,21 @@
 """Decoding one batch of Algorithm 1 with the KV cache.
 
-:func:`decode_batch` runs the ``n`` private prompts of one batch as one
-left-padded batch of ``n`` rows, and the public prompt in ITS OWN row with its
-own forward pass, attention and positions: the public logits (which pick the
-top-k candidates, drive the sparse-vector test and give the free public
-tokens) are then a function of the public prompt and the released tokens only,
-bit for bit, whatever else is in the batch. The prompts are encoded once
-(prefill); afterwards each generated token costs one forward pass over the
-``n`` private rows and one over the public row, reusing the key / value caches
--- the prefix is never re-encoded. On supported models the two passes walk the
+:func:`decode_batch` runs every private prompt of one batch in ITS OWN row
+(:mod:`dpkit.privpred.private_rows`), and the public prompt in its own row
+too, each with its own forward pass, attention and positions: a private row's
+logits are a function of its own prompt and the released tokens only, and the
+public logits (which pick the top-k candidates, drive the sparse-vector test
+and give the free public tokens) of the public prompt and the released tokens
+only, bit for bit, whatever else is in the batch. Memory is bounded by public
+parameters (``private_cache_rows`` rows keep a cache, the others are
+recomputed ``private_chunk_rows`` at a time), whatever the batch's private size.
+The prompts are encoded once (prefill); afterwards each generated token costs
+one step of every cached row, reusing the key / value caches -- the prefix is
+never re-encoded. On supported models the rows walk the
 decoder together, operation by operation, without ever sharing an operation
-(:mod:`dpkit.privpred.stepping`): the weights read for the private rows are
-re-used from the processor's cache for the public row, and the logits are
-those of the two separate passes, bit for bit. The sampled token is appended to every row,
+(:mod:`dpkit.privpred.stepping`): the weights read for one row are
+re-used from the processor's cache for the next, and the logits are
+those of separate passes, bit for bit. The sampled token is appended to every row,
 so all rows continue the same synthetic text. When an example ends (``<eos>``
 or ``max_new_tokens``) and the batch still has private-token budget, the caches
 are cropped back to the prompts and the next example starts from the cached
@@ -68,9 +71,10 @@ import numpy as np
 import torch
 
 from dpkit.privpred.grammar import JsonGrammar, compile_grammar
-from dpkit.privpred.sampling import sample_private_token, sample_public_token
-from dpkit.privpred.stepping import CachedRows, advance_groups, supports
-from dpkit.privpred.svt import check_svt_parameters, svt_gate, svt_step
+from dpkit.privpred.private_rows import PrivateRows
+from dpkit.privpred.rows import advance, open_rows, tokenize
+from dpkit.privpred.sampling import sample_private_token_from_sum, sample_public_token
+from dpkit.privpred.svt import check_svt_parameters, svt_gate, svt_step_from_sum
 from dpkit.validate import ParameterError, check_int, check_positive
 
 
@@ -85,7 +89,11 @@ class DecodeSettings:
     from), ``max_new_tokens`` per example, ``max_examples`` per batch (None = no
     limit), ``max_steps`` tokens per batch (None = ``r * max_new_tokens``... i.e.
     a generous bound, only relevant with SVT on), ``grammar``: a public
-    :class:`~dpkit.privpred.grammar.JsonGrammar` every example follows (None = free text).
+    :class:`~dpkit.privpred.grammar.JsonGrammar` every example follows (None = free text);
+    ``private_cache_rows``: distinct private prompts that keep a key / value cache
+    between steps, ``private_chunk_rows``: private rows recomputed at once (the
+    others): public bounds on memory, which never change the output
+    (:mod:`dpkit.privpred.private_rows`).
     """
 
     expected_batch_size: float
@@ -100,6 +108,8 @@ class DecodeSettings:
     max_examples: int | None = None
     max_steps: int | None = None
     grammar: JsonGrammar | None = None
+    private_cache_rows: int = 16
+    private_chunk_rows: int = 8
 
     def __post_init__(self):
         s = check_positive("expected_batch_size", self.expected_batch_size)
@@ -119,6 +129,8 @@ class DecodeSettings:
             check_int("max_examples", self.max_examples, minimum=1)
         if self.max_steps is not None:
             check_int("max_steps", self.max_steps, minimum=1)
+        check_int("private_cache_rows", self.private_cache_rows, minimum=1)
+        check_int("private_chunk_rows", self.private_chunk_rows, minimum=1)
         if self.grammar is not None and not isinstance(self.grammar, JsonGrammar):
             raise ParameterError("grammar", self.grammar, "must be a JsonGrammar or None")
 
@@ -173,91 +185,6 @@ class BatchResult:
         return {"examples": [asdict(e) for e in self.examples], "private_tokens": self.private_tokens,
                 "public_tokens": self.public_tokens, "forced_tokens": self.forced_tokens,
                 "stopped_by": self.stopped_by}
-
-
-def _positions(mask: torch.Tensor) -> torch.Tensor:
-    pos = mask.long().cumsum(-1) - 1
-    return pos.masked_fill(mask == 0, 1)
-
-
-def _tokenize(lm, texts: Sequence[str], keep_last: int | None) -> tuple[torch.Tensor, torch.Tensor]:
-    """Left-padded ids and mask; with ``keep_last`` every row keeps only its last ``keep_last`` tokens."""
-    rows = lm.tokenizer(list(texts), add_special_tokens=False)["input_ids"]
-    if keep_last is not None:
-        rows = [r[-keep_last:] for r in rows]
-    width = max(len(r) for r in rows)
-    pad = lm.tokenizer.pad_token_id
-    ids = torch.tensor([[pad] * (width - len(r)) + list(r) for r in rows], dtype=torch.long)
-    mask = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in rows], dtype=torch.long)
-    return ids.to(lm.device), mask.to(lm.device)
-
-
-class _Prefix:
-    """Encoded prompts and the forward pass for the next token (cached or re-encoding).
-
-    ``keep_last``: left-truncate every prompt to its last ``keep_last`` tokens (a public rule).
-    """
-
-    def __init__(self, lm, texts: Sequence[str], use_cache: bool, keep_last: int | None = None):
-        self.lm, self.use_cache = lm, use_cache
-        self.ids, self.mask = _tokenize(lm, texts, keep_last)
-        self.prompt_len = int(self.ids.shape[1])
-        self.passes = 0
-        self._prefill()
-
-    @torch.inference_mode()
-    def _prefill(self):
-        pos = _positions(self.mask)
-        out = self.lm.model(input_ids=self.ids, attention_mask=self.mask, position_ids=pos,
-                            use_cache=self.use_cache, logits_to_keep=1)
-        self.passes += 1
-        self.prompt_logits = out.logits[:, -1, :].float()
-        self.cache = out.past_key_values if self.use_cache else None
-        self.restart()
-
-    def restart(self):
-        """Back to the end of the prompts (crop the cache; no new forward pass)."""
-        if self.cache is not None:
-            extra = int(self.cache.get_seq_length()) - self.prompt_len
-            if extra > 0:
-                self.cache.crop(-extra)
-        self.cur_ids, self.cur_mask = self.ids, self.mask
-        self.cur_pos = _positions(self.mask)[:, -1:]
-        self.logits = self.prompt_logits
-
-    @torch.inference_mode()
-    def advance(self, token: int):
-        rows = self.ids.shape[0]
-        new = torch.full((rows, 1), int(token), dtype=self.ids.dtype, device=self.ids.device)
-        self.cur_mask = torch.cat([self.cur_mask, torch.ones_like(new)], dim=1)
-        self.cur_pos = self.cur_pos + 1
-        if self.use_cache:
-            out = self.lm.model(input_ids=new, attention_mask=self.cur_mask, position_ids=self.cur_pos,
-                                past_key_values=self.cache, use_cache=True)
-        else:
-            self.cur_ids = torch.cat([self.cur_ids, new], dim=1)
-            out = self.lm.model(input_ids=self.cur_ids, attention_mask=self.cur_mask,
-                                position_ids=_positions(self.cur_mask), use_cache=False, logits_to_keep=1)
-        self.passes += 1
-        self.logits = out.logits[:, -1, :].float()
-
-
-def _rows(lm, texts: Sequence[str], use_cache: bool, grouped: bool, max_new_tokens: int,
-          keep_last: int | None = None):
-    """The decoding state of one group of prompts: grouped cached steps when the model allows, else its forward."""
-    if use_cache and grouped and supports(lm):
-        ids, mask = _tokenize(lm, texts, keep_last)
-        return CachedRows(lm, ids, mask, max_new_tokens)
-    return _Prefix(lm, texts, use_cache, keep_last=keep_last)
-
-
-def _advance(groups, token: int) -> None:
-    """One step of every group; grouped ones share weight reads (:func:`~dpkit.privpred.stepping.advance_groups`)."""
-    groups = [g for g in groups if g is not None]
-    advance_groups([g for g in groups if isinstance(g, CachedRows)], token)
-    for g in groups:
-        if isinstance(g, _Prefix):
-            g.advance(token)
 
 
 def _public_top_k(public_z: torch.Tensor, k: int | None, within: torch.Tensor | None = None):
@@ -319,16 +246,15 @@ def decode_batch(lm, private_texts: Sequence[str], public_text: str, settings: D
         raise ParameterError("max_new_tokens", settings.max_new_tokens,
                              f"must be at least {grammar.longest_record()}: the grammar's longest record under "
                              f"its caps (lower max_string_tokens or max_digits, or raise max_new_tokens)")
-    n = len(private_texts)
-    public = _rows(lm, [public_text], use_cache, grouped_steps, settings.max_new_tokens)
-    private = _rows(lm, list(private_texts), use_cache, grouped_steps, settings.max_new_tokens, keep_last=room) \
-        if n else None
+    public = open_rows(lm, *tokenize(lm, [public_text], None), use_cache, grouped_steps, settings.max_new_tokens)
+    private = PrivateRows(lm, list(private_texts), keep_last=room, max_new_tokens=settings.max_new_tokens,
+                          cache_rows=settings.private_cache_rows, chunk_rows=settings.private_chunk_rows,
+                          use_cache=use_cache, grouped=grouped_steps)
     eos = set(lm.eos_token_ids)
     s, c, tau = settings.expected_batch_size, settings.clip, settings.temperature
     gate = svt_gate(settings.svt_threshold, settings.svt_sigma, s) if settings.svt else None
     session = gate.session(rng) if gate is not None else None
     vocab = int(public.prompt_logits.shape[-1])
-    empty = public.prompt_logits.new_zeros((0, vocab))
 
     result = BatchResult()
     tokens: list[int] = []
@@ -353,20 +279,21 @@ def decode_batch(lm, private_texts: Sequence[str], public_text: str, settings: D
 
     while True:
         public_z = public.logits[0]
-        private_z = private.logits if private is not None else empty
         if on_step is not None:
             on_step(steps, public_z)
         forced, within = where.step() if where is not None else (None, None)
         is_private = forced is None and not public_only
         if forced is None:
             allowed = _public_top_k(public_z, settings.top_k, within)
+            if not public_only:  # the private rows are read: their sums at this step, one row at a time
+                stats = private.statistics(c, allowed, vocab, softmax=session is not None, device=public_z.device)
             if session is not None and not public_only:
-                is_private, _ = svt_step(private_z, public_z, s, session)
+                is_private, _ = svt_step_from_sum(stats.softmax_sum, public_z, s, session)
         if forced is not None:
             token = forced
             result.forced_tokens += 1
         elif is_private:
-            token = int(sample_private_token(private_z, c, s, tau, rng, allowed=allowed))
+            token = sample_private_token_from_sum(stats.clipped_sum, c, s, tau, rng, candidates=allowed)
             result.private_tokens += 1
             if session is not None:
                 session = gate.session(rng)  # fresh threshold noise after each private token
@@ -393,8 +320,7 @@ def decode_batch(lm, private_texts: Sequence[str], public_text: str, settings: D
                 result.stopped_by = "max_steps"  # with a grammar: no record is started that could not end
                 break
             public.restart()
-            if private is not None:
-                private.restart()
+            private.restart()
             continue
         if result.private_tokens >= settings.max_private_tokens and not public_only:
             if grammar is None:
@@ -406,6 +332,6 @@ def decode_batch(lm, private_texts: Sequence[str], public_text: str, settings: D
             finish(complete=False)
             result.stopped_by = "max_steps"
             break
-        _advance([None if public_only else private, public], token)
-    result.forward_passes = public.passes + (private.passes if private is not None else 0)
+        advance(([] if public_only else private.step(token)) + [public], token)
+    result.forward_passes = public.passes + private.passes
     return result

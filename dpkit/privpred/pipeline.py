@@ -121,6 +121,8 @@ class PrivatePredictionConfig:
     hash_key: str = ""
     max_record_tokens: int = 256
     grammar: JsonGrammar | None = None   # public: every example a valid record (dpkit.privpred.grammar)
+    private_cache_rows: int = 16   # public memory bounds (dpkit.privpred.private_rows): rows with a cache,
+    private_chunk_rows: int = 8    # and rows recomputed at once; neither changes the output
 
     def __post_init__(self):
         check_positive("epsilon", self.epsilon)
@@ -151,7 +153,8 @@ class PrivatePredictionConfig:
             max_private_tokens=r if r is not None else 1, public_temperature=self.public_temperature,
             svt_threshold=self.svt_threshold, svt_sigma=self.svt_sigma, top_k=self.top_k,
             max_new_tokens=self.max_new_tokens, max_examples=self.max_examples_per_batch,
-            max_steps=self.max_steps_per_batch, grammar=self.grammar)
+            max_steps=self.max_steps_per_batch, grammar=self.grammar, private_cache_rows=self.private_cache_rows,
+            private_chunk_rows=self.private_chunk_rows)
 
     def contract(self):
         """Theorem 1's contract at the cap ``r`` (not at the tokens a run happens to use)."""
@@ -170,6 +173,9 @@ class PrivatePredictionConfig:
     def to_dict(self) -> dict:
         return asdict(self)
 
+
+#: public bounds on memory that never change a release: a run may be resumed with other values
+MEMORY_FIELDS = ("private_cache_rows", "private_chunk_rows")
 
 EMPTY_RECORD = "(empty)"  # public stand-in for an empty record (a prompt is never empty)
 
@@ -315,7 +321,8 @@ def generate_synthetic(records: Sequence[str], template: PromptTemplate, config:
         from dpkit.runs import digest
 
         run.bind("private_prediction",
-                 {**config.to_dict(), "max_private_tokens": r, "n_batches": n_batches,
+                 {**{k: v for k, v in config.to_dict().items() if k not in MEMORY_FIELDS},  # output-neutral
+                  "max_private_tokens": r, "n_batches": n_batches,
                   "max_batches": max_batches, "label_names": list(label_names or []), "template": repr(template)},
                  input_digest=digest({"records": list(records),
                                       "labels": None if labels is None else np.asarray(labels).tolist()}))

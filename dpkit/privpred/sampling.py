@@ -142,6 +142,24 @@ def sample_private_token(logits, clip: float, expected_batch_size: float, temper
     return _draw(zbar, temperature, grid, rng, allowed, size)
 
 
+def sample_private_token_from_sum(clipped_sum, clip: float, expected_batch_size: float, temperature: float,
+                                  rng: np.random.Generator, *, candidates=None) -> int:
+    """One private token from the private rows' clipped logits already summed (float64, on ``candidates``).
+
+    The same mechanism as :func:`sample_private_token`: ``zbar = clipped_sum / s``
+    rounded to ``token_grid(s, c)``, drawn exactly from ``softmax(zbar_q / tau)``
+    over ``candidates`` (sorted token ids; None = the whole vocabulary). The sum
+    is accumulated row by row by :class:`dpkit.privpred.private_rows.PrivateRows`
+    (zeros for an empty batch: a uniform draw).
+    """
+    _check_rng(rng)
+    temperature = check_positive("temperature", temperature)
+    grid = token_grid(expected_batch_size, clip)
+    zbar = _to_numpy(clipped_sum) / float(expected_batch_size)
+    picked = int(exact_exponential_sample(zbar, temperature, rng, grid))
+    return picked if candidates is None else int(_to_numpy(candidates).astype(np.int64)[picked])
+
+
 def sample_public_token(public_logits, temperature: float, rng: np.random.Generator, *, allowed=None,
                         size=None):
     """Draw from ``softmax(z_public / tau_public)`` (exact sampler, grid ``PUBLIC_GRID``): no private data, no cost."""

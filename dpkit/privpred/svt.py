@@ -109,3 +109,20 @@ def svt_step(private_logits, public_logits, expected_batch_size: float, session)
     """
     d = svt_distance(private_logits, public_logits, expected_batch_size)
     return bool(session.test(d)), d
+
+
+def svt_step_from_sum(softmax_sum, public_logits, expected_batch_size: float, session) -> tuple[bool, float]:
+    """:func:`svt_step` from the private rows' softmaxes already summed (float64, ``(vocab,)``).
+
+    ``d = || softmax_sum / s - softmax(z_pub) ||_1``, Eq. (2), with the sum
+    accumulated row by row by :class:`dpkit.privpred.private_rows.PrivateRows`
+    (zeros for an empty batch: ``d = 1``).
+    """
+    s = check_positive("expected_batch_size", expected_batch_size)
+    avg = softmax_sum / s
+    pub = _softmax(_as_array("public_logits", public_logits))
+    if _is_torch(avg):
+        d = float((avg - pub.to(avg.dtype)).abs().sum(-1))
+    else:
+        d = float(np.abs(avg - np.asarray(pub)).sum(axis=-1))
+    return bool(session.test(d)), d
