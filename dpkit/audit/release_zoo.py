@@ -12,6 +12,8 @@ kps_raw_vocabulary            DP-KPS whose vocabulary is the input's own words,
                               ranked by raw counts (no noise, no public list)
 dpst_raw_fallback             DP-ST that releases a document's raw text when no
                               triple is found in it
+pp_unclipped_batch_of_one     private prediction decoding each record alone, its
+                              logits unclipped and not divided by the batch size
 ============================  =====================================================
 
 :class:`EchoBackend` returns each prompt as its completion. The LLM step of
@@ -70,7 +72,7 @@ def method(name: str, epsilon: float, *, smoke: bool = True, backend=None, seed=
     from dpkit.methods import METHODS
 
     module = METHODS[name]
-    config = module.Config.smoke(epsilon, **changes) if smoke else module.Config(epsilon=epsilon, **changes)
+    config = _config(module, epsilon, smoke, changes)
     if backend is None and name != "pp":
         backend = EchoBackend()
 
@@ -79,6 +81,21 @@ def method(name: str, epsilon: float, *, smoke: bool = True, backend=None, seed=
         return list(module.synthesize(records, config, None, backend, sequence).records)
     synthesize.__name__ = name
     return synthesize
+
+
+def _config(module, epsilon: float, smoke: bool, changes: dict):
+    """The method's (smoke) configuration at ``epsilon`` with ``changes``; validated as a whole, so a
+    smoke preset whose own defaults do not fit ``epsilon`` (pp at epsilon 1) takes the changes that do."""
+    from dataclasses import replace
+
+    from dpkit.validate import ParameterError
+
+    if not smoke:
+        return module.Config(epsilon=epsilon, **changes)
+    try:
+        return module.Config.smoke(epsilon, **changes)
+    except ParameterError:
+        return replace(module.Config.smoke(8.0), epsilon=epsilon, **changes)
 
 
 def _raw_vocabulary(texts, vocabulary, S, N, eps_voc, rng, **options):
@@ -117,24 +134,72 @@ def kps_raw_vocabulary(epsilon: float, *, backend=None, seed=None, **changes):
     return synthesize
 
 
+@contextmanager
+def _capturing_prepare(store: list):
+    """Record what DP-ST's (deterministic) triple extraction found, so the variant extracts only once."""
+    from dpkit.dpst.privatize import DPST
+
+    real = DPST.prepare
+
+    def prepare(self, texts):
+        prepared = real(self, texts)
+        store.append(prepared)
+        return prepared
+
+    DPST.prepare = prepare
+    try:
+        yield
+    finally:
+        DPST.prepare = real
+
+
 def dpst_raw_fallback(epsilon: float, *, backend=None, seed=None, **changes):
     """DP-ST that releases the raw text of a document in which no triple is found (claims ``epsilon``)."""
-    from dpkit.dpst import DPST, load_public_corpus
-    from dpkit.methods import dpst
-
     changes = {"reconstruct": False, **changes}
-    config = dpst.Config.smoke(epsilon, **changes)
     inner = method("dpst", epsilon, backend=backend, seed=seed, **changes)
 
     def synthesize(records):
-        corpus = load_public_corpus(k=config.k, n_articles=config.n_articles)
-        eps_text, _ = config.budgets(records.labelled)
-        mechanism = DPST(corpus, eps_text, "document", slots=config.slots, max_chars=config.max_chars,
-                         neighbourhood_share=config.neighbourhood_share, scorer=config.tie_scorer)
-        empty = [not t for t in mechanism.prepare(list(records.capped(config.max_chars).texts)).triples]
-        out = inner(records)
+        store = []
+        with _capturing_prepare(store):
+            out = inner(records)
+        empty = [not triples for triples in store[-1].triples]
         return [replace_text(r, records.texts[i]) if empty[i] else r for i, r in enumerate(out)]
     synthesize.__name__ = "dpst_raw_fallback"
+    return synthesize
+
+
+@contextmanager
+def _unclipped_batches_of_one():
+    """The bug: every record decoded alone, its logits neither clipped nor divided by the expected size."""
+    from dataclasses import replace
+
+    import dpkit.privpred.pipeline as pipeline
+    from dpkit.privpred.batching import Batch, batch_name
+
+    real_settings, real_assign = pipeline.PrivatePredictionConfig.settings, pipeline.assign_batches
+
+    def settings(self, r=None):
+        return replace(real_settings(self, r), clip=1e9, expected_batch_size=1.0)
+
+    def assign(texts, n_batches, labels=None, key="", n_labels=None):
+        return [Batch(batch_name(None if labels is None else int(labels[i]), i),
+                      None if labels is None else int(labels[i]), i, (i,)) for i in range(len(texts))]
+
+    pipeline.PrivatePredictionConfig.settings, pipeline.assign_batches = settings, assign
+    try:
+        yield
+    finally:
+        pipeline.PrivatePredictionConfig.settings, pipeline.assign_batches = real_settings, real_assign
+
+
+def pp_unclipped_batch_of_one(epsilon: float, *, seed=None, **changes):
+    """Private prediction decoding each record alone with unclipped logits, claiming ``epsilon``."""
+    inner = method("pp", epsilon, seed=seed, **changes)
+
+    def synthesize(records):
+        with _unclipped_batches_of_one():
+            return inner(records)
+    synthesize.__name__ = "pp_unclipped_batch_of_one"
     return synthesize
 
 
@@ -143,4 +208,4 @@ def replace_text(record: dict, text: str) -> dict:
 
 
 VARIANTS = {"copy_fraction": copy_fraction, "kps_raw_vocabulary": kps_raw_vocabulary,
-            "dpst_raw_fallback": dpst_raw_fallback}
+            "dpst_raw_fallback": dpst_raw_fallback, "pp_unclipped_batch_of_one": pp_unclipped_batch_of_one}
