@@ -1,5 +1,6 @@
 """The three methods share one shape: validated public configs, a smoke preset, a stated guarantee."""
 
+import dataclasses
 import inspect
 
 import numpy as np
@@ -24,7 +25,7 @@ def test_one_entry_point_and_a_stated_guarantee(name):
     assert all(isinstance(v, str) and v for v in statement.values())
     smoke = method.Config.smoke(4.0)
     assert smoke.epsilon == 4.0 and smoke != method.Config(epsilon=4.0)
-    with pytest.raises(Exception):
+    with pytest.raises(dataclasses.FrozenInstanceError):
         smoke.epsilon = 1.0  # frozen
 
 
@@ -81,3 +82,40 @@ def test_kps_statement_names_the_norm_its_laplace_noise_is_calibrated_in():
     norm = Laplace(1.0, epsilon=1.0, unit="record", neighbouring="add/remove").contract.sensitivity_norm
     sentence = kps.STATEMENT.sensitivity
     assert norm == "L1" and "L1 sensitivity sqrt(2) I" in sentence and "L2" not in sentence
+
+
+def test_one_configuration_per_method_with_one_set_of_defaults():
+    """aesthetics-2 3.2: each method had a second config with other defaults (clip 2.0 vs 10.0, max_new_tokens
+    32/48/64, L 6 vs 10). The release configs ARE the library configs now, and DP-ST's take the mechanism's."""
+    from dpkit.dpst.corpus import load_public_corpus
+    from dpkit.dpst.privatize import DPST
+    from dpkit.kps.pipeline import KPSConfig
+    from dpkit.privpred import PrivatePredictionConfig
+
+    for config_type, library in ((METHODS["pp"].Config, PrivatePredictionConfig), (METHODS["kps"].Config, KPSConfig)):
+        assert issubclass(config_type, library)
+        own = {f.name: f.default for f in dataclasses.fields(library)}
+        release = {f.name: f.default for f in dataclasses.fields(config_type) if f.init}
+        shared = set(own) & set(release) - {"delta", "max_examples_per_batch"}  # pp: a release states delta,
+        assert shared and all(own[name] == release[name] for name in shared)  # and one text per batch
+    pp = METHODS["pp"].Config(epsilon=4.0)
+    assert pp.pp_config() is pp and pp.settings(1).max_new_tokens == pp.max_new_tokens == 32
+    kps = METHODS["kps"].Config(epsilon=4.0, vocabulary_share=0.25)
+    assert (kps.eps_voc, kps.eps_kde) == (1.0, 3.0) and kps.kps_config() is kps
+    dpst = METHODS["dpst"].Config(epsilon=4.0)
+    mechanism = inspect.signature(DPST).parameters
+    corpus = inspect.signature(load_public_corpus).parameters
+    assert (dpst.slots, dpst.max_triples, dpst.neighbourhood_share, dpst.max_chars) == tuple(
+        mechanism[n].default for n in ("slots", "max_triples", "neighbourhood_share", "max_chars"))
+    assert (dpst.k, dpst.n_articles) == (corpus["k"].default, corpus["n_articles"].default)
+
+
+def test_the_token_cap_is_computed_once_per_configuration(monkeypatch):
+    import dpkit.privpred.pipeline as pipeline
+
+    calls = []
+    real = pipeline.max_private_tokens
+    monkeypatch.setattr(pipeline, "max_private_tokens", lambda *a: calls.append(a) or real(*a))
+    config = METHODS["pp"].Config(epsilon=4.0)
+    config.guarantee(), config.contract(), config.max_private_tokens(), METHODS["pp"].public_rules(config)
+    assert len(calls) == 1

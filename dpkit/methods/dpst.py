@@ -23,7 +23,10 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from dpkit.dpst.privatize import MAX_PARSER_CHARS
+import inspect
+
+from dpkit.dpst.corpus import load_public_corpus
+from dpkit.dpst.privatize import DPST, MAX_PARSER_CHARS
 from dpkit.methods.base import (PrivacyStatement, Records, Release, check_inputs, checkpoint, config_dict,
                                 generate_keyed)
 from dpkit.seeds import generator, int_seed
@@ -42,35 +45,46 @@ STATEMENT = PrivacyStatement(
 )
 
 
+_MECHANISM = inspect.signature(DPST).parameters          # the mechanism's defaults are the one set
+_CORPUS = inspect.signature(load_public_corpus).parameters
+
+
 @dataclass(frozen=True)
 class Config:
-    """Public parameters of a DP-ST release; ``epsilon`` is per record (text and label together)."""
+    """Public parameters of a DP-ST release; ``epsilon`` is per record (text and label together).
+
+    The mechanism's own parameters take their defaults from :class:`~dpkit.dpst.privatize.DPST`
+    and :func:`~dpkit.dpst.corpus.load_public_corpus` (one set of defaults), and are
+    validated there when the mechanism is built.
+    """
 
     epsilon: float
     label_share: float = 0.1           # part of epsilon for the label (labelled input only)
-    slots: int = 4
-    k: int = 50                        # neighbourhoods of the public triple corpus
-    n_articles: int = 300              # public news articles behind the triple corpus
-    neighbourhood_share: float = 0.5
+    slots: int = _MECHANISM["slots"].default
+    max_triples: int = _MECHANISM["max_triples"].default
+    k: int = _CORPUS["k"].default                    # neighbourhoods of the public triple corpus
+    n_articles: int = _CORPUS["n_articles"].default  # public news articles behind the triple corpus
+    neighbourhood_share: float = _MECHANISM["neighbourhood_share"].default
     tie_scorer: str = "unigram"
     reconstruct: bool = True           # False: release the triples joined as text
     max_new_tokens: int = 48
     temperature: float = 0.0
     batch_size: int = 8
-    max_chars: int = 2000
+    max_chars: int = _MECHANISM["max_chars"].default
 
     def __post_init__(self):
         check_positive("epsilon", self.epsilon)
         check_in_range("label_share", self.label_share, 0.0, 1.0, low_open=True, high_open=True)
-        check_int("slots", self.slots, minimum=1)
+        check_int("slots", self.slots, minimum=1)      # the mechanism's parameters, checked before any run
+        check_int("max_triples", self.max_triples, minimum=1)
+        check_in_range("neighbourhood_share", self.neighbourhood_share, 0.0, 1.0, low_open=True, high_open=True)
+        check_int("max_chars", self.max_chars, minimum=1, maximum=MAX_PARSER_CHARS)
         check_int("k", self.k, minimum=1)
         check_int("n_articles", self.n_articles, minimum=1)
-        check_in_range("neighbourhood_share", self.neighbourhood_share, 0.0, 1.0, low_open=True, high_open=True)
         check_choice("tie_scorer", self.tie_scorer, ("unigram", "lm"))
         check_int("max_new_tokens", self.max_new_tokens, minimum=1)
         check_positive("temperature", self.temperature, allow_zero=True)
         check_int("batch_size", self.batch_size, minimum=1)
-        check_int("max_chars", self.max_chars, minimum=1, maximum=MAX_PARSER_CHARS)
         if not isinstance(self.reconstruct, bool):
             raise ParameterError("reconstruct", self.reconstruct, "must be True or False")
 
@@ -110,7 +124,7 @@ def synthesize(records: Records, config: Config, run, backend, seed_sequence: np
     eps_text, eps_label = config.budgets(records.labelled)
     ledger = budget_ledger(run, *config.budget())  # every charge below is checked against the budget
     corpus = load_public_corpus(k=config.k, n_articles=config.n_articles)
-    mechanism = DPST(corpus, eps_text, "document", slots=config.slots,
+    mechanism = DPST(corpus, eps_text, "document", slots=config.slots, max_triples=config.max_triples,
                      neighbourhood_share=config.neighbourhood_share, scorer=config.tie_scorer,
                      max_chars=config.max_chars)
 

@@ -21,12 +21,13 @@ vocabulary and DP-KDE noise, ``(1, c)`` class ``c``'s sequence sampling,
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from dpkit.methods.base import (PrivacyStatement, Records, Release, check_inputs, checkpoint, config_dict,
                                 generate_keyed)
+from dpkit.kps.pipeline import KPSConfig
 from dpkit.seeds import generator, int_seed
 from dpkit.validate import ParameterError, check_choice, check_in_range, check_int, check_positive
 
@@ -45,54 +46,56 @@ STATEMENT = PrivacyStatement(
 )
 
 
-@dataclass(frozen=True)
-class Config:
-    """Public parameters of a DP-KPS release (``epsilon`` = ``eps_voc + eps_kde``)."""
+@dataclass(frozen=True, kw_only=True)
+class Config(KPSConfig):
+    """Public parameters of a DP-KPS release: ``epsilon``, split into ``eps_voc = vocabulary_share * epsilon``
+    and ``eps_kde = epsilon - eps_voc``.
 
-    epsilon: float
+    The algorithm's parameters (S, N, L, the KDE ``method``, ``n_features``,
+    ``bandwidth``, ``max_chars``, ...), their defaults and their validation live
+    once, in :class:`~dpkit.kps.pipeline.KPSConfig` (this class IS one); a release
+    adds the budget split, the public vocabulary and the generation settings.
+    """
+
+    eps_voc: float = field(init=False, default=0.0)   # derived from epsilon and vocabulary_share
+    eps_kde: float = field(init=False, default=0.0)
+    epsilon: float = None              # required; the total pure-DP budget
     n_per_class: int = 100
     vocabulary_share: float = 0.2      # part of epsilon for the private vocabulary, the rest for the DP-KDEs
     vocabulary: str = "english"        # public vocabulary: 10k frequent English words, or medical terms
-    S: int = 10
-    N: int = 1000
-    L: int = 6
-    kde: str = "independent"
-    n_features: int = 1024
-    bandwidth: float = 1.0
     document_type: str = "short text"
     max_new_tokens: int = 48
     temperature: float = 0.7
     batch_size: int = 8
-    max_chars: int = 2000
     few_shot: int = 0                  # earlier synthetic texts of the label shown as examples (post-processing)
     example_chars: int = 200           # each example cut to its first example_chars characters
 
     def __post_init__(self):
+        if self.epsilon is None:
+            raise ParameterError("epsilon", None, "is required (the total budget, > 0)")
         check_positive("epsilon", self.epsilon)
+        check_in_range("vocabulary_share", self.vocabulary_share, 0.0, 1.0, low_open=True, high_open=True)
+        eps_voc = self.epsilon * self.vocabulary_share
+        object.__setattr__(self, "eps_voc", eps_voc)
+        object.__setattr__(self, "eps_kde", self.epsilon - eps_voc)
+        super().__post_init__()  # S, N, L, method, n_features, bandwidth, max_chars, ...
         check_int("few_shot", self.few_shot, minimum=0)
         check_int("example_chars", self.example_chars, minimum=1)
         check_int("n_per_class", self.n_per_class, minimum=1)
-        check_in_range("vocabulary_share", self.vocabulary_share, 0.0, 1.0, low_open=True, high_open=True)
         check_choice("vocabulary", self.vocabulary, VOCABULARIES)
         check_int("max_new_tokens", self.max_new_tokens, minimum=1)
         check_positive("temperature", self.temperature, allow_zero=True)
         check_int("batch_size", self.batch_size, minimum=1)
-        check_int("max_chars", self.max_chars, minimum=1)
         if not isinstance(self.document_type, str) or not self.document_type.strip():
             raise ParameterError("document_type", self.document_type, "must be a non-empty description")
-        self.kps_config()  # validates S, N, L, kde, n_features, bandwidth
 
     def budget(self) -> tuple[float, float]:
         """The ledger's budget: pure ``epsilon`` (delta 0)."""
         return float(self.epsilon), 0.0
 
-    def kps_config(self):
-        from dpkit.kps.pipeline import KPSConfig
-
-        eps_voc = self.epsilon * self.vocabulary_share
-        return KPSConfig(eps_voc=eps_voc, eps_kde=self.epsilon - eps_voc, S=self.S, N=self.N, L=self.L,
-                         method=self.kde, n_features=self.n_features, bandwidth=self.bandwidth,
-                         max_chars=self.max_chars)
+    def kps_config(self) -> "Config":
+        """The algorithm's configuration: this object (kept for callers of the former copy)."""
+        return self
 
     @classmethod
     def smoke(cls, epsilon: float, **changes) -> "Config":

@@ -20,7 +20,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from dpkit.methods.base import PrivacyStatement, Records, Release, check_inputs, config_dict
-from dpkit.validate import ParameterError, check_int, check_positive, check_probability
+from dpkit.privpred.pipeline import PrivatePredictionConfig
+from dpkit.validate import ParameterError, check_int
 
 NAME = "pp"
 SMOKE_ROWS = 48  # a batch decodes all its prompts at every step: the smoke preset reads at most this many rows
@@ -52,51 +53,47 @@ def generic_template(labelled: bool):
 
 
 @dataclass(frozen=True)
-class Config:
-    """Public parameters of a private-prediction release (target ``epsilon`` at ``delta``)."""
+class Config(PrivatePredictionConfig):
+    """Public parameters of a private-prediction release (target ``epsilon`` at ``delta``).
 
-    epsilon: float
+    The decoding parameters, their defaults and their validation live once, in
+    :class:`~dpkit.privpred.pipeline.PrivatePredictionConfig` (this class IS one,
+    which also computes the cap ``r`` once); a release adds its layout: ``n_batches``
+    per label, one text per batch (``max_examples_per_batch`` = 1), the prompt
+    ``template`` and the character cap ``max_chars``.
+    """
+
     delta: float = 1e-6
+    max_examples_per_batch: int | None = 1  # one text per batch: the release's size is n_batches per label
     n_batches: int = 16                 # batches per label: the number of synthetic texts per label
-    expected_batch_size: float = 8.0    # s: the decoder divides by s, never by an actual batch size
-    clip: float = 2.0
-    temperature: float = 1.0
-    public_temperature: float = 1.5
-    top_k: int | None = 50
-    max_new_tokens: int = 32
     template: str = "auto"              # "auto" (generic, by whether the input is labelled) or a privpred template
-    hash_key: str = ""
     max_chars: int = 1000
 
     def __post_init__(self):
-        check_positive("epsilon", self.epsilon)
-        check_probability("delta", self.delta)
+        if self.max_examples_per_batch != 1:
+            raise ParameterError("max_examples_per_batch", self.max_examples_per_batch,
+                                 "must be 1 for a release: one text per batch, so the number of texts is public")
         check_int("n_batches", self.n_batches, minimum=1)
         check_int("max_chars", self.max_chars, minimum=1)
         if self.template != "auto":
             from dpkit.privpred.prompts import get_template
 
             get_template(self.template)
-        self.pp_config()  # validates the decoding parameters and that epsilon affords one private token
+        super().__post_init__()  # the decoding parameters, and that epsilon affords one private token
 
     def budget(self) -> tuple[float, float]:
         """The ledger's budget: ``epsilon`` at ``delta`` (zCDP, tight conversion)."""
         return float(self.epsilon), float(self.delta)
 
-    def pp_config(self):
-        from dpkit.privpred import PrivatePredictionConfig
-
-        return PrivatePredictionConfig(
-            epsilon=self.epsilon, delta=self.delta, expected_batch_size=self.expected_batch_size, clip=self.clip,
-            temperature=self.temperature, public_temperature=self.public_temperature, top_k=self.top_k,
-            max_new_tokens=self.max_new_tokens, max_examples_per_batch=1, hash_key=self.hash_key)
+    def pp_config(self) -> "Config":
+        """The decoding configuration: this object (kept for callers of the former copy)."""
+        return self
 
     @classmethod
     def smoke(cls, epsilon: float, **changes) -> "Config":
         """Tiny sizes: seconds on a CPU."""
-        return replace(cls(epsilon=epsilon, **{k: v for k, v in changes.items() if k == "delta"}),
-                       **{"n_batches": 1, "expected_batch_size": 4.0, "max_new_tokens": 6, "max_chars": 300,
-                          **{k: v for k, v in changes.items() if k != "delta"}})
+        return cls(epsilon=epsilon, **{"n_batches": 1, "expected_batch_size": 4.0, "max_new_tokens": 6,
+                                       "max_chars": 300, **changes})
 
 
 def template_for(config: Config, labelled: bool):
