@@ -27,6 +27,7 @@ from pathlib import Path
 import pytest
 import yaml
 from book_noise import MACHINE_PATH, find_noise
+from book_voice import CHAPTERS, EVERYWHERE, builder_talk
 
 ROOT = Path(__file__).resolve().parents[1]
 FULL_BUILD = ROOT / "_build" / "html"
@@ -61,25 +62,45 @@ def _pages(toc: dict) -> list[str]:
     return pages
 
 
-@pytest.fixture(scope="module")
-def mini_book(tmp_path_factory) -> Path:
-    """Build the small book (no notebook execution) and return its ``html`` folder."""
-    work = tmp_path_factory.mktemp("book")
+def _build_book(work: Path, toc: dict, execute: str, **env: str) -> Path:
+    """Build ``toc`` with the book's own config (``execute``: off or cache) into ``work``; its ``html`` folder."""
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
-    config["execute"]["execute_notebooks"] = "off"
+    config["execute"]["execute_notebooks"] = execute
     local = config.get("sphinx", {}).get("local_extensions") or {}
     config["sphinx"]["local_extensions"] = {name: str(ROOT / path) for name, path in local.items()}
     (work / "_config.yml").write_text(yaml.safe_dump(config))
-    (work / "_toc.yml").write_text(yaml.safe_dump(_mini_toc()))
+    (work / "_toc.yml").write_text(yaml.safe_dump(toc))
     proc = subprocess.run(
         [sys.executable, "-c", "from jupyter_book.cli.main import main; main()", "build", str(ROOT),
          "--toc", str(work / "_toc.yml"), "--config", str(work / "_config.yml"),
          "--path-output", str(work)],
         capture_output=True, text=True, timeout=600,
-        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])})
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+             "DPKIT_PROGRESS": "0", **env})
     html = work / "_build" / "html"
     assert proc.returncode == 0 and (html / "index.html").exists(), proc.stdout[-3000:] + proc.stderr[-3000:]
     return html
+
+
+@pytest.fixture(scope="module")
+def mini_book(tmp_path_factory) -> Path:
+    """Build the small book (no notebook execution) and return its ``html`` folder."""
+    return _build_book(tmp_path_factory.mktemp("book"), _mini_toc(), "off")
+
+
+FIGURE_CHAPTER = "notebooks/dp_composition"  # a plotting chapter that runs in seconds on its defaults
+
+
+@pytest.fixture(scope="module")
+def figure_book(tmp_path_factory) -> Path:
+    """The introduction and one plotting chapter, executed as the book build executes them.
+
+    The build runs under ``MPLBACKEND=Agg``, as ``make book`` once did: the kernel inherits
+    it, and the chapter's figure must reach the page all the same.
+    """
+    toc = {"format": "jb-book", "root": "book/intro",
+           "parts": [{"caption": "A plotting chapter", "numbered": True, "chapters": [{"file": FIGURE_CHAPTER}]}]}
+    return _build_book(tmp_path_factory.mktemp("figures"), toc, "cache", MPLBACKEND="Agg")
 
 
 @contextlib.contextmanager
@@ -164,6 +185,96 @@ def test_full_build_has_no_noise():
     assert not noisy, noisy
 
 
+# ------------------------------------------------------------------ figures and voice
+PLOTTING_PAGES = sorted(f"notebooks/{p.stem}" for p in (ROOT / "notebooks").glob("*.ipynb")
+                        if "plt.show()" in p.read_text())
+full_build = pytest.mark.skipif(not (FULL_BUILD / "index.html").exists(),
+                                reason="no full build in _build/html (make book builds it)")
+
+
+def _figures(html: Path, page: str) -> list[tuple[str, float]]:
+    """Each figure in ``page``'s article as ``(source, pixel standard deviation)``; inline SVG counts as drawn."""
+    import base64
+    import io
+
+    from bs4 import BeautifulSoup
+    from matplotlib.image import imread
+
+    path = html / f"{page}.html"
+    article = BeautifulSoup(path.read_text(), "html.parser").select_one("article") or BeautifulSoup("", "html.parser")
+    found = []
+    for img in article.select("img"):
+        src = img.get("src", "")
+        if src.startswith("data:image/png;base64,"):
+            data = io.BytesIO(base64.b64decode(src.split(",", 1)[1]))
+        else:
+            data = (path.parent / src).resolve()
+            if not data.exists():
+                found.append((src, 0.0))
+                continue
+        if not str(src).lower().split("?")[0].endswith(".png") and not src.startswith("data:image/png"):
+            found.append((src, 1.0))  # another format: its presence is what we can check
+            continue
+        pixels = imread(data)
+        found.append((src, float(pixels[..., :3].std())))
+    found += [("inline svg", 1.0) for svg in article.select("div.cell_output svg") if svg.find(["path", "g"])]
+    return found
+
+
+def _figure_problems(html: Path, pages: list[str]) -> dict[str, str]:
+    problems = {}
+    for page in pages:
+        figures = _figures(html, page)
+        blank = [src for src, spread in figures if spread <= 0]
+        if not figures:
+            problems[page] = "no figure on the page"
+        elif blank:
+            problems[page] = f"blank or missing images: {blank}"
+    return problems
+
+
+def test_a_plotting_chapter_shows_its_figure_even_when_agg_is_inherited(figure_book):
+    figures = _figures(figure_book, FIGURE_CHAPTER)
+    assert figures and all(spread > 0 for _, spread in figures), figures
+    page = (figure_book / f"{FIGURE_CHAPTER}.html").read_text()
+    assert re.search(r"<figcaption>.*?caption-number\">Fig\. [\d.]+", page, re.S), "the figure has no numbered caption"
+
+
+@full_build
+def test_every_plotting_page_of_the_full_build_has_figures_and_none_is_blank():
+    assert len(PLOTTING_PAGES) >= 18, PLOTTING_PAGES
+    problems = _figure_problems(FULL_BUILD, PLOTTING_PAGES)
+    counts = {page: len(_figures(FULL_BUILD, page)) for page in PLOTTING_PAGES}
+    assert not problems, f"{problems}; figures per page: {counts}"
+
+
+def _voice_problems(html: Path) -> dict[str, list[str]]:
+    from bs4 import BeautifulSoup
+
+    found = {}
+    for path in _html_files(html):
+        article = BeautifulSoup(path.read_text(), "html.parser").select_one("article")
+        if article is None:
+            continue
+        name = path.relative_to(html).as_posix()
+        patterns = EVERYWHERE if name.startswith("book/api/") or "/" not in name else CHAPTERS
+        hits = builder_talk(article.get_text(" "), patterns)
+        if hits:
+            found[name] = hits
+    return found
+
+
+def test_built_pages_speak_to_readers(mini_book):
+    found = _voice_problems(mini_book)
+    assert not found, found
+
+
+@full_build
+def test_full_build_speaks_to_readers():
+    found = _voice_problems(FULL_BUILD)
+    assert not found, found
+
+
 # ------------------------------------------------------------------ in the browser
 @needs_browser
 @pytest.mark.parametrize("page", ["book/part_foundations", "notebooks/dp_sensitivity_laplace"])
@@ -216,3 +327,25 @@ def test_screenshots_of_the_introduction_and_one_chapter_per_part(mini_book, tmp
             grey = (image[..., :3].mean(axis=-1) * 255).round()
             assert len(set(grey.ravel().tolist())) > 20, f"{page}: screenshot looks blank"
             assert grey.std() > 5, f"{page}: screenshot looks blank"
+
+
+@needs_browser
+def test_the_browser_decodes_a_chapter_figure(figure_book, tmp_path):
+    """Chromium loads the chapter in a same-origin frame and reports each image's natural width."""
+    probe = tmp_path / "site"
+    probe.mkdir()
+    (probe / "book").symlink_to(figure_book, target_is_directory=True)
+    (probe / "probe.html").write_text(
+        "<!doctype html><html><body><pre id='out'>pending</pre>"
+        f"<iframe id='page' src='book/{FIGURE_CHAPTER}.html' width='1200' height='900'></iframe>"
+        "<script>document.getElementById('page').addEventListener('load', function () {"
+        "  var imgs = this.contentDocument.querySelectorAll('article img');"
+        "  var widths = Array.prototype.map.call(imgs, function (i) { return i.complete ? i.naturalWidth : -1; });"
+        "  document.getElementById('out').textContent = 'widths=' + JSON.stringify(widths);"
+        "});</script></body></html>")
+    with _serve(probe) as base:
+        proc = _chromium("--dump-dom", f"{base}/probe.html")
+    found = re.search(r"widths=(\[[^\]]*\])", proc.stdout)
+    assert found, proc.stdout[-2000:] + proc.stderr[-2000:]
+    widths = [int(w) for w in found.group(1).strip("[]").split(",") if w.strip()]
+    assert widths and all(w > 0 for w in widths), f"natural widths of the chapter's images: {widths}"

@@ -185,3 +185,30 @@ def test_the_landing_page_lists_every_chapter_under_a_line_per_part():
     for part in toc["parts"]:
         line = re.search(rf"\*\*{re.escape(part['caption'])}\*\* — (.+)", intro)
         assert line and len(line.group(1).split()) >= 5, f"no line on the landing page says what {part['caption']!r} teaches"
+
+
+def test_pages_speak_to_readers_not_to_the_builders():
+    """No chapter, part page or docstring mentions issues, project targets, to-dos or how the book is made."""
+    import importlib
+
+    from book_voice import EVERYWHERE, builder_talk
+
+    found = {}
+    for path in NOTEBOOKS:
+        text = "\n".join(c["source"] if isinstance(c["source"], str) else "".join(c["source"])
+                         for c in json.loads(path.read_text())["cells"])
+        found[path.name] = builder_talk(text)
+    for path in sorted((ROOT / "book").rglob("*.md")):
+        found[path.relative_to(ROOT).as_posix()] = builder_talk(path.read_text())
+    for info in pkgutil.walk_packages(dpkit.__path__, "dpkit."):
+        if info.name.endswith("__main__"):
+            continue
+        try:
+            module = importlib.import_module(info.name)
+        except ImportError:  # optional extras (e.g. ray)
+            continue
+        docs = [module.__doc__ or ""] + [getattr(obj, "__doc__", None) or "" for obj in vars(module).values()
+                                         if getattr(obj, "__module__", None) == info.name]
+        found[info.name] = builder_talk("\n".join(d for d in docs if isinstance(d, str)), EVERYWHERE)
+    found = {k: v for k, v in found.items() if v}
+    assert not found, found

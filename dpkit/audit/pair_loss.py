@@ -4,7 +4,7 @@ An audit can only certify what its pair exhibits: if ``max_y |log P0(y)/P1(y)|``
 is a third of the claim, even a perfect event finds a third. These functions
 compute that maximum exactly (or by fine numerical integration) from the
 mechanisms' own distributions, so each adapter can state its pair's loss and
-the audit report can list it (the issue's rule: at least 0.95 of the claim).
+the audit report can list it (a pair should show at least 0.95 of the claim).
 """
 
 from __future__ import annotations

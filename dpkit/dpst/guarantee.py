@@ -6,7 +6,7 @@ The privacy loss between inputs x and y is
 epsilon-DP under a neighbouring relation exactly when ``L <= epsilon`` for all
 related pairs. Every function here enumerates the outputs exactly -- no sampling.
 
-Findings the book shows with numbers (``notebooks/dpst_triples.ipynb``):
+What the book shows with numbers (``notebooks/dpst_triples.ipynb``):
 
 * one triple, neighbourhood-aware mechanism: ``L <= epsilon`` when x and y have
   the same nearest centroid, ``L = inf`` otherwise (disjoint supports);
