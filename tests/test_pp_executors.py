@@ -62,8 +62,8 @@ def test_an_executor_must_be_an_executor():
 class ReversedExecutor(LocalExecutor):
     """Finishes the batches in the opposite order (as a slow first worker would)."""
 
-    def decode(self, lm, jobs, settings, root):
-        return reversed(list(super().decode(lm, list(jobs), settings, root)))
+    def decode(self, lm, jobs, settings):
+        return reversed(list(super().decode(lm, list(jobs), settings)))
 
 
 @pytest.mark.slow

@@ -27,12 +27,20 @@ def test_an_empty_batch_is_the_same_mechanism_on_zero_prompts():
     assert set(np.flatnonzero(counts)) == {1, 4, 6} and np.all(np.abs(counts[[1, 4, 6]] - 1000) < 120)
 
 
-def test_batch_randomness_is_a_spawned_node_of_the_root():
+def test_batch_randomness_is_a_sealed_node_of_the_root():
+    """A batch's node depends on the root and its index alone, and does not carry the root's entropy."""
+    from dpkit.seeds import batch_sequence
+
     root = np.random.SeedSequence(1234)
-    spawned = root.spawn(3)[2].spawn(5)[4]  # label 1 -> child 2, batch 4 -> its child 4
     ours = batch_rng(np.random.SeedSequence(1234), 1, 4)
-    assert ours.integers(0, 2 ** 62, 4).tolist() == np.random.default_rng(spawned).integers(0, 2 ** 62, 4).tolist()
+    assert ours.integers(0, 2 ** 62, 4).tolist() == batch_rng(root, 1, 4).integers(0, 2 ** 62, 4).tolist()
     assert batch_rng(root, 0, 0).integers(0, 2 ** 62) != batch_rng(root, 0, 1).integers(0, 2 ** 62)
+    assert batch_rng(root, 0, 1).integers(0, 2 ** 62) != batch_rng(root, 1, 0).integers(0, 2 ** 62)
+    node = batch_sequence(root, 1, 4)
+    assert node.entropy != root.entropy and tuple(node.spawn_key) == ()  # a fresh root, not a child of ours
+    spawned = root.spawn(3)[2].spawn(5)[4]  # the spawned child keeps the root's entropy: never sent anywhere
+    assert spawned.entropy == root.entropy and node.entropy != spawned.entropy
+    assert batch_sequence(np.random.SeedSequence(1235), 1, 4).entropy != node.entropy
     fresh, reproducible = root_seed(None)
     assert not reproducible and fresh.entropy != root_seed(None)[0].entropy
     assert root_seed(7)[1] and root_seed(7)[0].entropy == 7

@@ -9,8 +9,12 @@ them into the run (``run.append``, under the run folder's lock) and assembles
 the release in the order of the public layout.
 
 Why the executor does not change the output: batch ``b`` of label ``l`` is
-decoded by :func:`decode_job` with the generator of the node ``(l + 1, b)`` of
-the run's root (:func:`~dpkit.privpred.pipeline.batch_rng`), whoever runs it.
+decoded by :func:`decode_job` with the generator of its own seed node, the
+sealed node ``(l + 1, b)`` of the run's root (:func:`dpkit.seeds.batch_sequence`),
+whoever runs it. The job carries that node and nothing else of the run's
+randomness: the root never leaves the driver (a sealed node is a one-way hash
+of the root and the batch index, so neither the root nor another batch's node
+can be computed from it).
 In reproducible mode the same seed therefore gives the same release with any
 executor and any number of workers, on the same model weights, torch build and
 hardware (and torch thread count: CPU kernels may round differently with
@@ -47,7 +51,9 @@ class BatchJob:
     """One batch index of the public layout, ready to decode.
 
     ``private_prompts`` are rendered PRIVATE prompts (may be empty: empty
-    batches are decoded too); ``public_prompt`` is the label's public prompt.
+    batches are decoded too); ``public_prompt`` is the label's public prompt;
+    ``seed`` is the batch's own seed node (:func:`dpkit.seeds.batch_sequence`),
+    never the run's root.
     """
 
     batch_id: str
@@ -55,15 +61,14 @@ class BatchJob:
     number: int
     private_prompts: tuple[str, ...]
     public_prompt: str
+    seed: np.random.SeedSequence
 
 
-def decode_job(lm, job: BatchJob, settings, root: np.random.SeedSequence) -> dict:
+def decode_job(lm, job: BatchJob, settings) -> dict:
     """The run record of ``job``: :func:`~dpkit.privpred.decode.decode_batch` with the batch's own generator."""
     from dpkit.privpred.decode import decode_batch
-    from dpkit.privpred.pipeline import batch_rng
 
-    result = decode_batch(lm, list(job.private_prompts), job.public_prompt, settings,
-                          batch_rng(root, job.label, job.number))
+    result = decode_batch(lm, list(job.private_prompts), job.public_prompt, settings, np.random.default_rng(job.seed))
     record = result.to_record()
     record.update(batch_id=job.batch_id, label=job.label)
     return record
@@ -74,8 +79,7 @@ class Executor(Protocol):
 
     name: str
 
-    def decode(self, lm, jobs: Iterable[BatchJob], settings,
-               root: np.random.SeedSequence) -> Iterator[tuple[BatchJob, dict]]: ...
+    def decode(self, lm, jobs: Iterable[BatchJob], settings) -> Iterator[tuple[BatchJob, dict]]: ...
 
 
 class LocalExecutor:
@@ -83,10 +87,9 @@ class LocalExecutor:
 
     name = "local"
 
-    def decode(self, lm, jobs: Iterable[BatchJob], settings,
-               root: np.random.SeedSequence) -> Iterator[tuple[BatchJob, dict]]:
+    def decode(self, lm, jobs: Iterable[BatchJob], settings) -> Iterator[tuple[BatchJob, dict]]:
         for job in jobs:
-            yield job, decode_job(lm, job, settings, root)
+            yield job, decode_job(lm, job, settings)
 
     def close(self) -> None:
         """Nothing to release (present so that every executor can be closed alike)."""

@@ -42,10 +42,12 @@ Randomness, two modes:
   same seed gives the same tokens. For teaching and tests: anyone who knows the
   seed can regenerate the noise, so this is NOT a differentially private release.
 
-Batch ``b`` of label ``l`` draws from the node ``(l + 1, b)`` of the root
-(``SeedSequence`` spawn keys, never ``seed + k``), so a batch's noise depends on
-its index alone: a resumed run, another worker or another executor redraws the
-same noise for the same batch.
+Batch ``b`` of label ``l`` draws from its own seed node, the sealed node
+``(l + 1, b)`` of the root (:func:`dpkit.seeds.batch_sequence`: a one-way hash of
+the root and the index, never ``seed + k``), so a batch's noise depends on its
+index alone: a resumed run, another worker or another executor redraws the
+same noise for the same batch. Only that node travels with the batch's job; the
+root stays in the driver.
 
 Crash safety: with ``run=`` a :class:`dpkit.runs.Run`, each batch's tokens are
 written as soon as the batch is done and a resumed run skips finished batches;
@@ -68,6 +70,7 @@ from dpkit.privpred.decode import DecodeSettings
 from dpkit.privpred.grammar import JsonGrammar
 from dpkit.privpred.executors import BatchJob, check_executor
 from dpkit.privpred.prompts import PromptTemplate
+from dpkit.seeds import batch_rng, batch_sequence  # noqa: F401 (batch_rng: the generator of one batch)
 from dpkit.validate import ParameterError, check_int, check_positive, check_probability
 
 
@@ -234,16 +237,6 @@ def root_seed(seed) -> tuple[np.random.SeedSequence, bool | None]:
     return root_sequence(seed), seed is not None
 
 
-def batch_rng(root: np.random.SeedSequence, label: int | None, number: int) -> np.random.Generator:
-    """The generator of batch ``number`` of ``label``: node ``(label + 1, number)`` of ``root`` (0 = no label).
-
-    The node is the one ``root.spawn`` would reach (:func:`dpkit.seeds.child`), from the index alone.
-    """
-    from dpkit.seeds import generator
-
-    return generator(root, 0 if label is None else int(label) + 1, int(number))
-
-
 def cap_record(lm, text: str, max_tokens: int) -> str:
     """The public input rule: the first ``max_tokens`` tokens of ``text``; ``EMPTY_RECORD`` for an empty one."""
     if not isinstance(text, str) or not text.strip():
@@ -344,10 +337,10 @@ def generate_synthetic(records: Sequence[str], template: PromptTemplate, config:
                            tuple(template.render(lm, template.private_message(
                                cap_record(lm, records[i], config.max_record_tokens), label_name))
                                  for i in batch.indices),
-                           public_prompts[batch.label])
+                           public_prompts[batch.label], batch_sequence(root, batch.label, batch.number))
 
     done = dict(done)
-    for job, record in executor.decode(lm, jobs(), settings, root):  # any order; the driver alone writes
+    for job, record in executor.decode(lm, jobs(), settings):  # any order; the driver alone writes
         if run is not None:
             run.append(job.batch_id, record)
         done[job.batch_id] = record

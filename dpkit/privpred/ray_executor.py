@@ -16,8 +16,9 @@ weights (``dpkit prepare`` fills the model cache).
 
 Privacy: the Ray cluster must lie INSIDE the data owner's trust boundary. The
 rendered PRIVATE prompts travel from the driver to the workers through Ray's
-object store and RPCs, and the run's root seed travels with each task (in
-release mode too: it lives in the workers' memory and is never written). Ray
+object store and RPCs, and so does each batch's own seed node (in release mode
+too), never the run's root: a worker (or an object spilled to a node's disk) can
+regenerate at most the noise of the batches it was sent, nothing else. Ray
 does not encrypt that traffic by default: on a network that is not the data
 owner's own, enable Ray's TLS (set ``RAY_USE_TLS=1`` with ``RAY_TLS_SERVER_CERT``,
 ``RAY_TLS_SERVER_KEY`` and ``RAY_TLS_CA_CERT`` on every node and on the driver
@@ -90,7 +91,7 @@ class DecodeWorker:
         self.lm = load_lm(model, device)
         self.batches = 0
 
-    def decode(self, job: BatchJob, settings, root: np.random.SeedSequence) -> dict:
+    def decode(self, job: BatchJob, settings) -> dict:
         marker = os.environ.get(CRASH_ONCE_VARIABLE)
         if marker and self.batches == 0:
             try:
@@ -100,7 +101,7 @@ class DecodeWorker:
             else:
                 os._exit(1)  # the injected crash: this process dies in the middle of its first batch
         self.batches += 1
-        return decode_job(self.lm, job, settings, root)
+        return decode_job(self.lm, job, settings)
 
     def peak_rss_mb(self) -> float:
         """This worker process's peak resident memory, in MiB."""
@@ -173,9 +174,11 @@ class RayExecutor:
         self._spec = ()
 
     # ------------------------------------------------------------ work
-    def decode(self, lm, jobs: Iterable[BatchJob], settings,
-               root: np.random.SeedSequence) -> Iterator[tuple[BatchJob, dict]]:
-        """Send each job to a worker (the model named by ``lm``); yield ``(job, record)`` as they finish."""
+    def decode(self, lm, jobs: Iterable[BatchJob], settings) -> Iterator[tuple[BatchJob, dict]]:
+        """Send each job to a worker (the model named by ``lm``); yield ``(job, record)`` as they finish.
+
+        A task carries its job (with the batch's own seed node) and the public
+        settings: nothing else of the run's randomness reaches the cluster."""
         jobs = iter(jobs)
         first = next(jobs, None)
         if first is None:  # nothing left to decode (a fully resumed run): no cluster, no model
@@ -185,14 +188,14 @@ class RayExecutor:
         from ray.exceptions import RayActorError
 
         self._ensure_actors(ray, spec)
-        settings_ref, root_ref = ray.put(settings), ray.put(root)
+        settings_ref = ray.put(settings)
         queue = itertools.chain([first], jobs)
         running: dict = {}
 
         def submit(worker: int) -> None:
             job = next(queue, None)
             if job is not None:
-                running[self._actors[worker].decode.remote(job, settings_ref, root_ref)] = (job, worker)
+                running[self._actors[worker].decode.remote(job, settings_ref)] = (job, worker)
 
         for _ in range(self.in_flight):
             for worker in range(len(self._actors)):
