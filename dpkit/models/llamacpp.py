@@ -32,15 +32,17 @@ times longer; one thread does not stall. OpenMP threads sleep between steps
 
 from __future__ import annotations
 
+import atexit
 import importlib.util
 import os
+import weakref
 from functools import lru_cache
 from pathlib import Path
 from typing import Sequence, Union
 
 import numpy as np
 
-from dpkit.models.llamacpp_batch import SequenceContext
+from dpkit.models.llamacpp_batch import OPEN_CONTEXTS, SequenceContext
 from dpkit.validate import ParameterError, check_int, check_positive
 
 Messages = list[dict]
@@ -123,6 +125,15 @@ class LlamaCppLM:
         self._vocab = llama_cpp.llama_model_get_vocab(self.llama.model)
         self._context: SequenceContext | None = None
         self._eog: list[int] | None = None
+        _OPEN.add(self)
+
+    def close(self) -> None:
+        """Free llama.cpp's context and model now (idempotent; also done at interpreter exit)."""
+        if self._context is not None:
+            self._context.close()
+            self._context = None
+        if getattr(self, "llama", None) is not None:
+            self.llama.close()
 
     # ----------------------------------------------------------------- model facts
     @property
@@ -285,6 +296,19 @@ def _render_template(template: str, messages: Messages, bos_token: str = "", eos
     return env.from_string(template).render(messages=messages, add_generation_prompt=True,
                                             raise_exception=raise_exception, bos_token=bos_token,
                                             eos_token=eos_token)
+
+
+_OPEN: "weakref.WeakSet[LlamaCppLM]" = weakref.WeakSet()
+
+
+@atexit.register
+def _close_all() -> None:
+    # llama-cpp-python frees its model in __del__, which fails once the interpreter has torn down
+    # its modules ("'NoneType' object is not callable" at exit); free everything while it still works.
+    for context in list(OPEN_CONTEXTS):       # contexts before the models they were made from
+        context.close()
+    for lm in list(_OPEN):
+        lm.close()
 
 
 @lru_cache(maxsize=2)

@@ -18,9 +18,12 @@ Nothing here leaves the process: llama.cpp runs in-process on the CPU.
 
 from __future__ import annotations
 
+import weakref
 from typing import Sequence
 
 import numpy as np
+
+OPEN_CONTEXTS: "weakref.WeakSet[SequenceContext]" = weakref.WeakSet()
 
 
 class ContextFullError(RuntimeError):
@@ -56,6 +59,7 @@ class SequenceContext:
         self.batch = lc.llama_batch_init(self.capacity, 0, 1)
         self.positions = [0] * self.n_seq
         self.threads = int(threads)
+        OPEN_CONTEXTS.add(self)
 
     # ------------------------------------------------------------------ lifetime
     def close(self) -> None:
