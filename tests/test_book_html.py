@@ -1,9 +1,11 @@
-"""The book as a reader's browser sees it: offline maths, no CDN, no noise, screenshots.
+"""The book as a reader's browser sees it: offline maths, figures, no CDN, no noise, no builder talk.
 
 A small book (the introduction, every part page and the first chapter of each part,
-notebooks not executed) is built once per module with the book's own ``_config.yml``.
-Headless Chromium then opens its pages from a loopback server with every host name
-unresolvable, so MathJax can only come from the build itself.
+notebooks not executed) is built once per module with the book's own ``_config.yml``,
+and a second one with one plotting chapter executed as the book build executes it.
+Headless Chromium then opens their pages from a loopback server with every host name
+unresolvable, so MathJax can only come from the build itself. Where a full build exists
+(``_build/html``), every page whose notebook plots must show its figures, none blank.
 
 Chromium is Debian's ``chromium`` package (``make browser`` installs it; ``make test``
 runs that first). Where it is absent the browser tests are skipped with that reason.
