@@ -1,4 +1,4 @@
-"""Process-wide settings: offline hubs, thread counts, cache folders, results files.
+"""Process-wide settings: offline hubs, thread counts, matplotlib's backend, cache folders, results files.
 
 Call :func:`setup` at the top of a notebook or script. It never touches the
 network: the Hugging Face hub is switched to offline mode before any model
