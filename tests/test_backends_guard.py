@@ -75,7 +75,16 @@ def test_privatized_carries_the_contract_and_the_ledger_entry():
     assert joined == "a, 12.3, b" and [p["source"] for p in joined.provenance] == ["Laplace", "other"]
     assert pickle.loads(pickle.dumps(joined)).provenance == joined.provenance
     assert [str(t) for t in release_texts(["x", "y"], entry)] == ["x", "y"]
-    assert post_process(value, str.upper).provenance == value.provenance
+    from dpkit.dpst.reconstruct import _quote
+
+    assert post_process(value, _quote).provenance == value.provenance
+    for caller_function in (str.upper, lambda _: "Jane Doe SSN 123-45-6789", _caller_defined):
+        with pytest.raises(PrivateTextError, match="post_process"):   # a caller's function could mark any text
+            post_process(value, caller_function)
+
+
+def _caller_defined(text):
+    return "Jane Doe SSN 123-45-6789"
 
 
 def test_marks_cannot_be_forged():

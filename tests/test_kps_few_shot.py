@@ -67,14 +67,24 @@ def test_few_shot_costs_no_privacy():
     assert [e["label"] for e in with_examples.ledger.entries] == [e["label"] for e in without.ledger.entries]
 
 
-def test_synthetic_example_needs_a_privatized_prompt_and_plain_completion():
+def test_synthetic_example_takes_only_the_loops_privatized_completion():
+    from dpkit.runs import generate_records
+
     with pytest.raises(ParameterError, match="prompt"):
         synthetic_example(Public("Write a review."), "a review")
     _, backend = _release(few_shot=0)
     prompt = backend.prompts[0]
-    with pytest.raises(ParameterError, match="completion"):
-        synthetic_example(prompt, Public("a review"))
-    example = synthetic_example(prompt, "a  long\nreview " * 50, max_chars=20)
+    for not_a_completion in (Public("a review"), "Jane Doe SSN 123-45-6789 HIV+"):   # finding F3
+        with pytest.raises(ParameterError, match="completion"):
+            synthetic_example(prompt, not_a_completion)
+
+    class Echo:
+        def generate_batch(self, prompts, **generation):
+            return ["a  long\nreview " * 50 for _ in prompts]
+
+    completion = generate_records(None, Echo(), {"k": prompt})["k"]["text"]
+    assert isinstance(completion, Privatized) and completion.provenance == prompt.provenance
+    example = synthetic_example(prompt, completion, max_chars=20)
     assert isinstance(example, Privatized) and len(example) == 20 and example.provenance == prompt.provenance
     with pytest.raises(ParameterError, match="examples"):
         kps_prompt([prompt], Public("review"), examples=["a plain str"])

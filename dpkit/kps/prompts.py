@@ -48,23 +48,31 @@ def keyphrase_text(terms: Sequence[Privatized]) -> Privatized:
     return Public(", ").join_marked(terms)
 
 
-def synthetic_example(prompt: Privatized, completion: str, max_chars: int = 300) -> Privatized:
-    """A model's ``completion`` of a privatized DP-KPS ``prompt``, marked Privatized for reuse as an example.
+def synthetic_example(prompt: Privatized, completion: Privatized, max_chars: int = 300) -> Privatized:
+    """A model's ``completion`` of a privatized DP-KPS ``prompt``, cut for reuse as an example.
 
-    Guarantee: the completion is a function of the prompt, the public model and
-    a public sampling seed only, so it is post-processing of the release that
-    produced the prompt and keeps the prompt's provenance (its ledger entries);
-    using it in later prompts costs no privacy. The caller must pass the
-    completion of exactly this prompt. It is cut to its first ``max_chars``
-    characters (a public rule).
+    Guarantee: ``completion`` must be the Privatized text that dpkit's generation
+    loop (:func:`dpkit.runs.generate_records`) issued for a Privatized prompt --
+    a function of that prompt, the public model and a public sampling seed, so
+    post-processing of the release that produced the prompt; its provenance must
+    lie within the prompt's. A plain string is refused: dpkit never marks a
+    caller's text. The example is the completion with its whitespace collapsed,
+    cut to its first ``max_chars`` characters (a public rule), and keeps the
+    provenance; using it in later prompts costs no privacy.
     """
     require_marked("prompt", prompt, (Privatized,))
-    if not isinstance(completion, str) or isinstance(completion, (Public, Privatized)):
-        raise ParameterError("completion", type(completion).__name__, "must be the plain text the model returned")
+    require_marked("completion", completion, (Privatized,))
+    if not set(completion._provenance) <= set(prompt._provenance):
+        raise ParameterError("completion", "<Privatized>", "must be the model's completion of this prompt "
+                             "(its provenance is not the prompt's)")
     max_chars = int(max_chars)
     if max_chars < 1:
         raise ParameterError("max_chars", max_chars, "must be a positive number of characters")
-    return post_process(prompt, lambda _prompt: " ".join(completion.split())[:max_chars])
+    return post_process(completion, _example_text, max_chars=max_chars)
+
+
+def _example_text(text: str, max_chars: int) -> str:
+    return " ".join(text.split())[:max_chars]
 
 
 def _public_text(name: str, value) -> Public:

@@ -229,14 +229,50 @@ def release_texts(texts: Sequence[str], ledger_entry: Any, *, source: str | None
     return out
 
 
-def post_process(value: "Privatized", function: Callable[[str], str]) -> "Privatized":
-    """``function(value)`` keeping the provenance: for a public function of the released text alone."""
+def _is_dpkit_function(function: Any) -> bool:
+    """A module-level function of a dpkit module: no closure or lambda that could carry other text."""
+    module = getattr(function, "__module__", "") or ""
+    qualname = getattr(function, "__qualname__", "") or ""
+    return (callable(function) and (module == "dpkit" or module.startswith("dpkit."))
+            and "<" not in qualname and getattr(function, "__closure__", None) is None)
+
+
+def post_process(value: "Privatized", function: Callable[..., str], **settings: int | float | bool) -> "Privatized":
+    """``function(value, **settings)`` keeping the provenance: a public function of the released text alone.
+
+    ``function`` must be a module-level function defined in dpkit (quoting,
+    truncating...): a caller's lambda or closure could return any text -- a
+    private one included -- and get it marked, so it is refused
+    (:class:`PrivateTextError`). ``settings`` are public numbers (e.g. a
+    length cap); text is refused there. Only mechanisms mark text.
+    """
     if not is_sealed(value) or not isinstance(value, Privatized):
         raise PrivateTextError("post_process takes a sealed Privatized value")
-    out = function(str(value))
+    if not _is_dpkit_function(function):
+        raise PrivateTextError("post_process takes a module-level dpkit function of the released text alone; "
+                               "a lambda or a caller's function could mark any text")
+    for name, setting in settings.items():
+        if isinstance(setting, str) or not isinstance(setting, (int, float, bool)):
+            raise ParameterError(name, type(setting).__name__, "must be a public number (no text)")
+    out = function(str(value), **settings)
     if not isinstance(out, str):
         raise ParameterError("function", function, "must return a string")
     return _issue_privatized(str(out), value._provenance)
+
+
+def _completion(prompt: "Privatized", text: str) -> "Privatized":
+    """The model's completion of a sealed Privatized ``prompt``, for dpkit's generation loop only.
+
+    Post-processing: the completion is a function of the prompt, the public model
+    and a public sampling seed, so it keeps the prompt's provenance. Only
+    :func:`dpkit.runs.generate_records` calls it, with the text the backend
+    returned for exactly this prompt; it is not a public API.
+    """
+    if not is_sealed(prompt) or not isinstance(prompt, Privatized):
+        raise PrivateTextError("a completion is marked only for a sealed Privatized prompt")
+    if not isinstance(text, str) or isinstance(text, _Marked):
+        raise ParameterError("text", type(text).__name__, "must be the plain text the backend returned")
+    return _issue_privatized(str(text), prompt._provenance)
 
 
 def is_sealed(value: Any) -> bool:

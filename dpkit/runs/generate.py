@@ -21,7 +21,8 @@ def generate_records(run: Any, backend: Any, prompts: Mapping | Iterable, *, bat
     builds the record (default ``{"text": text}``: prompts are not stored, since
     a local run's prompt may be private). ``on_record(key)`` is told each new
     record. ``generation`` goes to ``backend.generate_batch`` (``max_new_tokens``,
-    ``temperature``, ``seed``...).
+    ``temperature``, ``seed``...). The completion of a sealed Privatized prompt
+    is returned (and stored) as Privatized text with the prompt's provenance.
     """
     from dpkit.runs.run import _items
     from dpkit.validate import check_int
@@ -36,6 +37,7 @@ def generate_records(run: Any, backend: Any, prompts: Mapping | Iterable, *, bat
     for batch in batches:
         texts = backend.generate_batch([prompt for _, prompt in batch], **generation)
         for (key, prompt), text in zip(batch, texts):
+            text = _marked_like(prompt, text)
             record = make_record(key, prompt, text) if make_record else {"text": text}
             if run is None:
                 out[key] = record
@@ -47,6 +49,20 @@ def generate_records(run: Any, backend: Any, prompts: Mapping | Iterable, *, bat
         return out
     run.update(backend=backend)
     return run.records()
+
+
+def _marked_like(prompt: Any, text: Any) -> Any:
+    """The completion of a Privatized prompt is Privatized (post-processing, the prompt's provenance).
+
+    Issued here, with the text the backend returned for exactly this prompt: the
+    one place a completion gets its mark (:func:`dpkit.kps.prompts.synthetic_example`
+    accepts nothing else). Completions of other prompts stay plain text.
+    """
+    from dpkit.privacy.marks import Privatized, _completion, is_sealed
+
+    if isinstance(prompt, Privatized) and is_sealed(prompt) and isinstance(text, str):
+        return _completion(prompt, str(text))
+    return text
 
 
 def generate_texts(run: Any, backend: Any, prompts: Mapping[Any, Any], *, batch_size: int = 1,
