@@ -26,7 +26,7 @@ from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass
 from typing import Any, Sequence
 
-from dpkit.backends.cache import ResponseCache, cache_key
+from dpkit.backends.cache import ResponseCache, cache_key, cacheable_params
 from dpkit.backends.guard import PromptLike, normalize_messages, plain, require_sendable
 from dpkit.privacy.marks import Privatized, Public, is_sealed
 from dpkit.validate import ParameterError, check_int, check_positive
@@ -101,10 +101,11 @@ class Backend(ABC):
         provenance = [self._admit(chat) for chat in chats]
         out: list[str | None] = [None] * len(chats)
         keys: list[str | None] = [None] * len(chats)
-        if self.cache is not None:
+        cache_params = cacheable_params(asdict(params))   # no seed in release mode (dpkit.backends.cache)
+        if self.cache is not None and cache_params is not None:
             for i, chat in enumerate(chats):
                 if self._cacheable(chat):
-                    keys[i] = cache_key(self._cache_namespace(), self.model, chat, asdict(params))
+                    keys[i] = cache_key(self._cache_namespace(), self.model, chat, cache_params)
                     out[i] = self.cache.get(keys[i])
         missing = [i for i, text in enumerate(out) if text is None]
         if missing:
@@ -119,7 +120,7 @@ class Backend(ABC):
                     self.requests += 1
                 if keys[i] is not None and isinstance(text, str) and text:   # an empty answer is not cached
                     self.cache.put(keys[i], text, {"backend": self.name, "model": self.model,
-                                                   "params": asdict(params)})
+                                                   "params": cache_params})
 
             batch = [plain(chats[i]) for i in missing]
             if self._streams:

@@ -6,10 +6,19 @@ Entries are one small JSON file each (``<root>/<2 hex>/<64 hex>.json``), written
 atomically (temporary file + rename), so a crash never leaves a half-written
 entry and several processes may share one cache. An entry holds the response
 text and the backend/model/parameters -- never the prompt, never an API key.
+
+Seeds: in release mode (:func:`release_mode`, set by a run without a seed) no
+seed is written: a greedy request (``temperature == 0``, which the seed does not
+change) is cached without it, and a sampled request is not cached at all, so
+nothing under the cache -- not even a key, a hash from which a 32-bit seed could
+be searched -- can regenerate a release's randomness. In reproducible mode the
+seed is part of the key and the entry.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import hashlib
 import json
 import os
@@ -18,6 +27,40 @@ from typing import Any, Mapping, Sequence
 
 from dpkit.io import atomic_write_text, dumps
 from dpkit.validate import ParameterError
+
+
+_RELEASE_MODE = contextvars.ContextVar("dpkit_release_mode", default=False)
+
+
+@contextlib.contextmanager
+def release_mode(active: bool = True):
+    """Within this block (when ``active``), no seed is written to the cache: sampled requests are not cached."""
+    token = _RELEASE_MODE.set(bool(active) or _RELEASE_MODE.get())
+    try:
+        yield
+    finally:
+        _RELEASE_MODE.reset(token)
+
+
+def in_release_mode() -> bool:
+    """Whether the current context is a release (see :func:`release_mode`)."""
+    return _RELEASE_MODE.get()
+
+
+def cacheable_params(params: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The generation parameters a cache key and entry may hold, or None when the request must not be cached.
+
+    Outside release mode: all of them (the seed included). In release mode: a
+    greedy request (``temperature`` 0) without its seed, which does not change
+    the answer; a sampled one is not cached (None).
+    """
+    params = dict(params)
+    if not in_release_mode():
+        return params
+    if not params.get("temperature"):
+        params.pop("seed", None)
+        return params
+    return None
 
 
 def cache_key(backend: str, model: str, messages: Sequence[Mapping[str, Any]],

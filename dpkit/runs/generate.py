@@ -24,6 +24,7 @@ def generate_records(run: Any, backend: Any, prompts: Mapping | Iterable, *, bat
     ``temperature``, ``seed``...). The completion of a sealed Privatized prompt
     is returned (and stored) as Privatized text with the prompt's provenance.
     """
+    from dpkit.backends.cache import release_mode
     from dpkit.runs.run import _items
     from dpkit.validate import check_int
 
@@ -35,7 +36,8 @@ def generate_records(run: Any, backend: Any, prompts: Mapping | Iterable, *, bat
     else:
         batches = run.pending_batches(prompts, batch_size, desc=desc)
     for batch in batches:
-        texts = backend.generate_batch([prompt for _, prompt in batch], **generation)
+        with release_mode(run is not None and run.seed is None):   # no seed reaches the response cache
+            texts = backend.generate_batch([prompt for _, prompt in batch], **generation)
         for (key, prompt), text in zip(batch, texts):
             text = _marked_like(prompt, text)
             record = make_record(key, prompt, text) if make_record else {"text": text}
