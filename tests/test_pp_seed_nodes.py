@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from dpkit.privpred import DecodeSettings
-from dpkit.privpred.executors import BatchJob, LocalExecutor
+from dpkit.privpred.executors import LocalExecutor
+from dpkit.privpred.jobs import BatchJob
 from dpkit.seeds import batch_sequence, sealed_child
 
 
@@ -96,10 +97,10 @@ def test_ray_workers_receive_each_batchs_own_node_and_never_the_root(monkeypatch
 
 
 def test_the_local_executor_decodes_with_the_jobs_node(monkeypatch):
-    from dpkit.privpred import decode
+    from dpkit.privpred import jobs
 
     seen = []
-    monkeypatch.setattr(decode, "decode_batch", lambda lm, private, public, settings, rng: seen.append(
+    monkeypatch.setattr(jobs, "decode_batch", lambda lm, private, public, settings, rng: seen.append(
         rng.integers(0, 2 ** 62)) or _Result())
     root = np.random.SeedSequence(7)
     jobs = _jobs(root)[:2]

@@ -6,10 +6,19 @@ Modules, one idea each:
 * :mod:`~dpkit.privpred.clipping` -- Eq. (1) clip-and-recentre, aggregation by the expected batch size;
 * :mod:`~dpkit.privpred.sampling` -- one private token (exponential mechanism, Gumbel-max);
 * :mod:`~dpkit.privpred.svt` -- the sparse-vector test against the public prompt;
-* :mod:`~dpkit.privpred.decode` -- one batch with the KV cache (one forward pass per token);
+* :mod:`~dpkit.privpred.stepping` -- cached decoding steps of several row groups, sharing weight reads;
+* :mod:`~dpkit.privpred.rows` -- the decoding state of a group of prompts (grouped steps or the model's forward);
+* :mod:`~dpkit.privpred.private_rows` -- a batch's private prompts one row at a time, memory bounded publicly;
+* :mod:`~dpkit.privpred.grammar` -- a public JSON record grammar that restricts the candidates;
+* :mod:`~dpkit.privpred.decode` -- one batch with the KV cache (one step per token);
 * :mod:`~dpkit.privpred.prompts` -- the prompts of Appendix F.2, as data;
 * :mod:`~dpkit.privpred.jsonrecords` -- JSON records, schema and validation (the Table 4 task);
+* :mod:`~dpkit.privpred.jobs` -- one batch as a unit of work (its prompts and its own seed node);
+* :mod:`~dpkit.privpred.executors`, :mod:`~dpkit.privpred.ray_executor` -- who decodes the jobs (here, Ray);
 * :mod:`~dpkit.privpred.pipeline` -- budget -> cap r -> batches -> synthetic data, on a local model only.
+
+Imports run one way: pipeline -> executors -> ray_executor -> jobs -> decode -> the mechanism's modules
+(``tests/test_import_graph.py`` checks that dpkit has no import cycle).
 """
 
 from dpkit.privpred.batching import Batch, assign_batches, batch_index, n_batches_for

@@ -26,6 +26,7 @@ from __future__ import annotations
 from typing import Literal
 
 import numpy as np
+import torch
 
 from dpkit.validate import ParameterError, check_int, check_positive
 
@@ -114,8 +115,6 @@ def restrict_to(log_weights, allowed):
     """Set every log-weight outside ``allowed`` (a boolean mask or index array on the last axis) to -inf."""
     z = _as_array("log_weights", log_weights)
     if _is_torch(z):
-        import torch
-
         mask = torch.zeros(z.shape[-1], dtype=torch.bool, device=z.device)
         mask[torch.as_tensor(allowed, device=z.device)] = True
         if not bool(mask.any()):

@@ -1,7 +1,7 @@
 """Who decodes the batches of a private-prediction run: this process, or workers of a Ray cluster.
 
 The driver (:func:`dpkit.privpred.pipeline.generate_synthetic`) turns the
-public batch layout into :class:`BatchJob` items -- one per batch index still
+public batch layout into :class:`~dpkit.privpred.jobs.BatchJob` items -- one per batch index still
 missing from the run, each carrying its rendered private prompts and its
 label's public prompt -- and hands them to an executor. The executor yields
 ``(job, record)`` pairs as batches finish, in any order; the driver alone writes
@@ -9,7 +9,7 @@ them into the run (``run.append``, under the run folder's lock) and assembles
 the release in the order of the public layout.
 
 Why the executor does not change the output: batch ``b`` of label ``l`` is
-decoded by :func:`decode_job` with the generator of its own seed node, the
+decoded by :func:`~dpkit.privpred.jobs.decode_job` with the generator of its own seed node, the
 sealed node ``(l + 1, b)`` of the run's root (:func:`dpkit.seeds.batch_sequence`),
 whoever runs it. The job carries that node and nothing else of the run's
 randomness: the root never leaves the driver (a sealed node is a one-way hash
@@ -36,42 +36,13 @@ either from the CLI's flags.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Iterable, Iterator, Protocol
 
-import numpy as np
-
+from dpkit.privpred.jobs import BatchJob, decode_job
+from dpkit.privpred import ray_executor
 from dpkit.validate import ParameterError, check_int
 
 EXECUTORS = ("local", "ray")
-
-
-@dataclass(frozen=True)
-class BatchJob:
-    """One batch index of the public layout, ready to decode.
-
-    ``private_prompts`` are rendered PRIVATE prompts (may be empty: empty
-    batches are decoded too); ``public_prompt`` is the label's public prompt;
-    ``seed`` is the batch's own seed node (:func:`dpkit.seeds.batch_sequence`),
-    never the run's root.
-    """
-
-    batch_id: str
-    label: int | None
-    number: int
-    private_prompts: tuple[str, ...]
-    public_prompt: str
-    seed: np.random.SeedSequence
-
-
-def decode_job(lm, job: BatchJob, settings) -> dict:
-    """The run record of ``job``: :func:`~dpkit.privpred.decode.decode_batch` with the batch's own generator."""
-    from dpkit.privpred.decode import decode_batch
-
-    result = decode_batch(lm, list(job.private_prompts), job.public_prompt, settings, np.random.default_rng(job.seed))
-    record = result.to_record()
-    record.update(batch_id=job.batch_id, label=job.label)
-    return record
 
 
 class Executor(Protocol):
@@ -133,9 +104,7 @@ def make_executor(name: str, workers: int | None = None, address: str | None = N
     if address is not None and (not isinstance(address, str) or not address.strip()):
         raise ParameterError(names["address"], address, "must be a Ray cluster address such as 'auto' or "
                              "'ray://HOST:10001'")
-    from dpkit.privpred.ray_executor import RayExecutor, ray_available
-
-    if not ray_available():
+    if not ray_executor.ray_available():
         raise ParameterError(names["executor"], name, "needs the optional Ray dependency: "
                              "pip install 'dpkit[scale]'")
-    return RayExecutor(workers=2 if workers is None else workers, address=address)
+    return ray_executor.RayExecutor(workers=2 if workers is None else workers, address=address)

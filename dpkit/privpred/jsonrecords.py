@@ -19,6 +19,7 @@ from typing import Sequence
 
 from jsonschema import Draft202012Validator
 
+from dpkit.privpred.grammar import JsonField, JsonGrammar
 from dpkit.validate import ParameterError
 
 _TYPE_NAMES = {str: "str", int: "int", float: "float", bool: "bool", list: "list"}
@@ -62,8 +63,6 @@ class RecordSchema:
 
         ``prefix``: the record's start that the prompt already wrote (a template's ``output_prefix``).
         """
-        from dpkit.privpred.grammar import JsonField, JsonGrammar
-
         fields = []
         for name, typ in self.fields.items():
             if typ is str:

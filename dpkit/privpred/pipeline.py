@@ -68,9 +68,12 @@ from dpkit.privacy import (PrivacyLedger, max_private_tokens, private_prediction
 from dpkit.privpred.batching import assign_batches
 from dpkit.privpred.decode import DecodeSettings
 from dpkit.privpred.grammar import JsonGrammar
-from dpkit.privpred.executors import BatchJob, check_executor
+from dpkit.models.lm import LocalLM, load_lm
+from dpkit.privpred.executors import check_executor
+from dpkit.privpred.jobs import BatchJob
 from dpkit.privpred.prompts import PromptTemplate
-from dpkit.seeds import batch_rng, batch_sequence  # noqa: F401 (batch_rng: the generator of one batch)
+from dpkit.runs import digest
+from dpkit.seeds import batch_rng, batch_sequence, root_sequence  # noqa: F401 (batch_rng: one batch's generator)
 from dpkit.validate import ParameterError, check_int, check_positive, check_probability
 
 
@@ -85,8 +88,6 @@ def resolve_local_lm(model=None):
     name ``"local"``). API backends are refused: private prompts must not leave
     the process, and those APIs return no full logit vectors anyway.
     """
-    from dpkit.models.lm import LocalLM, load_lm
-
     if model is None or model == "local":
         return load_lm()
     if isinstance(model, LocalLM):
@@ -230,8 +231,6 @@ class SyntheticResult:
 def root_seed(seed) -> tuple[np.random.SeedSequence, bool | None]:
     """``(root, reproducible)``: fresh OS entropy for ``None`` (:func:`dpkit.seeds.root_sequence`; False), the
     root of an int seed (True), or the caller's ``SeedSequence`` as it is (None: the caller knows its mode)."""
-    from dpkit.seeds import root_sequence
-
     if isinstance(seed, np.random.SeedSequence):
         return seed, None  # the caller's root: its mode (release or reproducible) is the caller's
     return root_sequence(seed), seed is not None
@@ -311,8 +310,6 @@ def generate_synthetic(records: Sequence[str], template: PromptTemplate, config:
     if max_batches is not None:
         batches = [b for b in batches if b.number < max_batches]
     if run is not None:  # a resume under another configuration or other records is refused, by name
-        from dpkit.runs import digest
-
         run.bind("private_prediction",
                  {**{k: v for k, v in config.to_dict().items() if k not in MEMORY_FIELDS},  # output-neutral
                   "max_private_tokens": r, "n_batches": n_batches,

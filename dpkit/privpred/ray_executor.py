@@ -46,13 +46,16 @@ from __future__ import annotations
 import importlib.util
 import itertools
 import os
+import resource
 from pathlib import Path
 from typing import Iterable, Iterator
 
 import numpy as np
 
+from dpkit import runtime
 from dpkit.backends.base import BackendError
-from dpkit.privpred.executors import BatchJob, decode_job
+from dpkit.models.lm import BUNDLED_LM, LocalLM, load_lm
+from dpkit.privpred.jobs import BatchJob, decode_job
 from dpkit.validate import ParameterError, check_int, check_positive
 
 CRASH_ONCE_VARIABLE = "DPKIT_RAY_CRASH_ONCE"
@@ -69,8 +72,6 @@ def ray_available() -> bool:
 
 def model_spec(lm) -> str | None:
     """The public name a worker loads ``lm`` by (None = the bundled model); ParameterError if it has none."""
-    from dpkit.models.lm import BUNDLED_LM, LocalLM
-
     if not isinstance(lm, LocalLM):
         raise ParameterError("model", lm, "a Ray worker loads the model by its name: give None, 'local', a "
                              "LocalLM from dpkit.models.load_lm or the local backend")
@@ -84,9 +85,6 @@ class DecodeWorker:
     """One Ray actor's state: the local model, loaded once when the actor starts (or restarts)."""
 
     def __init__(self, model: str | None, device: str | None, threads: int):
-        from dpkit import runtime
-        from dpkit.models.lm import load_lm
-
         runtime.setup(threads)
         self.lm = load_lm(model, device)
         self.batches = 0
@@ -105,8 +103,6 @@ class DecodeWorker:
 
     def peak_rss_mb(self) -> float:
         """This worker process's peak resident memory, in MiB."""
-        import resource
-
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 

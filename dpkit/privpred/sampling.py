@@ -32,6 +32,7 @@ and ``size`` draws independent samples.
 from __future__ import annotations
 
 import numpy as np
+import torch
 from scipy.special import log_softmax
 
 from dpkit.privacy.exact import exact_exponential_sample
@@ -79,23 +80,17 @@ def _to_numpy(x) -> np.ndarray:
 def _candidates(allowed, device=None):
     """``allowed`` (boolean mask or index array, numpy or torch) as sorted int64 indices."""
     if type(allowed).__module__.startswith("torch"):
-        import torch
-
         idx = allowed.nonzero().flatten() if allowed.dtype == torch.bool else allowed.long()
         return idx.to(device) if device is not None else idx
     arr = np.asarray(allowed)
     idx = np.flatnonzero(arr) if arr.dtype == bool else arr.astype(np.int64)
     if device is not None:
-        import torch
-
         return torch.as_tensor(idx, device=device)
     return idx
 
 
 def _draw(scores, scale: float, grid: float, rng: np.random.Generator, allowed, size):
     """One exact exponential-mechanism draw over ``allowed`` (all tokens when None): token id(s)."""
-    from dpkit.privacy.exact import exact_exponential_sample
-
     if allowed is None:
         return exact_exponential_sample(_to_numpy(scores), scale, rng, grid, size=size)
     torch_in = type(scores).__module__.startswith("torch")

@@ -132,6 +132,8 @@ class CachedRows:
 
 
 def _attention_parts(model):
+    # transformers is imported when a model is stepped, not when dpkit.privpred is (a heavy import that
+    # the numpy-only users of this package -- the audits, the CLI's planning -- never need)
     from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 
     attn = model.model.layers[0].self_attn

@@ -30,6 +30,7 @@ import numpy as np
 from scipy.special import softmax
 
 from dpkit.privacy.private_prediction import svt_contract
+from dpkit.privacy.sparse_vector import AboveThreshold
 from dpkit.privpred.clipping import Denominator, _as_array, _check_denominator, _is_torch
 from dpkit.validate import ParameterError, check_positive, check_real
 
@@ -91,8 +92,6 @@ def svt_rho(expected_batch_size: float, sigma: float) -> float:
 
 def svt_gate(threshold: float, sigma: float, expected_batch_size: float):
     """The privacy core's :class:`~dpkit.privacy.AboveThreshold` for queries of sensitivity ``1/s``."""
-    from dpkit.privacy import AboveThreshold
-
     threshold, sigma = check_svt_parameters(threshold, sigma)
     if threshold is None:
         raise ParameterError("svt_threshold", threshold, "is off; no gate to build")
