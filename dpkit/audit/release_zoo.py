@@ -12,8 +12,9 @@ kps_raw_vocabulary            DP-KPS whose vocabulary is the input's own words,
                               ranked by raw counts (no noise, no public list)
 dpst_raw_fallback             DP-ST that releases a document's raw text when no
                               triple is found in it
-pp_unclipped_batch_of_one     private prediction decoding each record alone, its
-                              logits unclipped and not divided by the batch size
+pp_prompts_in_release         private prediction whose texts keep their batch's
+                              private prompts (a decoded sequence sliced from its
+                              start instead of after the prompt)
 ============================  =====================================================
 
 :class:`EchoBackend` returns each prompt as its completion. The LLM step of
@@ -168,38 +169,25 @@ def dpst_raw_fallback(epsilon: float, *, backend=None, seed=None, **changes):
     return synthesize
 
 
-@contextmanager
-def _unclipped_batches_of_one():
-    """The bug: every record decoded alone, its logits neither clipped nor divided by the expected size."""
-    from dataclasses import replace
+def pp_prompts_in_release(epsilon: float, *, seed=None, **changes):
+    """Private prediction whose released text keeps the batch's private prompts (claims ``epsilon``).
 
-    import dpkit.privpred.pipeline as pipeline
-    from dpkit.privpred.batching import Batch, batch_name
-
-    real_settings, real_assign = pipeline.PrivatePredictionConfig.settings, pipeline.assign_batches
-
-    def settings(self, r=None):
-        return replace(real_settings(self, r), clip=1e9, expected_batch_size=1.0)
-
-    def assign(texts, n_batches, labels=None, key="", n_labels=None):
-        return [Batch(batch_name(None if labels is None else int(labels[i]), i),
-                      None if labels is None else int(labels[i]), i, (i,)) for i in range(len(texts))]
-
-    pipeline.PrivatePredictionConfig.settings, pipeline.assign_batches = settings, assign
-    try:
-        yield
-    finally:
-        pipeline.PrivatePredictionConfig.settings, pipeline.assign_batches = real_settings, real_assign
-
-
-def pp_unclipped_batch_of_one(epsilon: float, *, seed=None, **changes):
-    """Private prediction decoding each record alone with unclipped logits, claiming ``epsilon``."""
+    The bug of slicing a decoded sequence from its start instead of after the
+    prompt: each batch's text comes out with the batch's private records in
+    front. The variant runs one batch per label (``n_batches = 1``, the smoke
+    preset's), so a record's batch is its label's.
+    """
+    changes = {"n_batches": 1, **changes}
     inner = method("pp", epsilon, seed=seed, **changes)
 
     def synthesize(records):
-        with _unclipped_batches_of_one():
-            return inner(records)
-    synthesize.__name__ = "pp_unclipped_batch_of_one"
+        out = inner(records)
+        labels = records.labels if records.labelled else [0] * len(records)
+        by_label = {}
+        for text, label in zip(records.texts, labels):
+            by_label.setdefault(records.label_set[label] if records.labelled else None, []).append(text)
+        return [replace_text(r, "\n".join(by_label.get(r.get("label"), []) + [r["text"]])) for r in out]
+    synthesize.__name__ = "pp_prompts_in_release"
     return synthesize
 
 
@@ -208,4 +196,4 @@ def replace_text(record: dict, text: str) -> dict:
 
 
 VARIANTS = {"copy_fraction": copy_fraction, "kps_raw_vocabulary": kps_raw_vocabulary,
-            "dpst_raw_fallback": dpst_raw_fallback, "pp_unclipped_batch_of_one": pp_unclipped_batch_of_one}
+            "dpst_raw_fallback": dpst_raw_fallback, "pp_prompts_in_release": pp_prompts_in_release}
