@@ -1,7 +1,7 @@
 """Power and false positives of the release audit on the real methods (smoke sizes).
 
 Each broken whole pipeline of :mod:`dpkit.audit.release_zoo` must be refuted at the
-epsilon it claims with the default audit size (1000 canaries; 200 for private
+epsilon it claims with the default audit size (1000 canaries; 100 for private
 prediction, whose local-model decoding is the cost); the correct methods at
 epsilon 1 and 4 must never be: 0 of 20 audits across seeds. The model-backed runs are
 slow on a shared CPU and carry ``@pytest.mark.slow``; the copying generator is caught
@@ -34,11 +34,10 @@ def test_echo_backend_returns_the_prompt():
 @pytest.mark.parametrize("name,factory,m", [
     ("kps", lambda: zoo.kps_raw_vocabulary(1.0, seed=0), None),
     ("dpst", lambda: zoo.dpst_raw_fallback(1.0, seed=0), None),
-    ("pp", lambda: zoo.pp_unclipped_batch_of_one(4.0, seed=0), 200),
+    ("pp", lambda: zoo.pp_prompts_in_release(1.0, seed=0, **PP_AT_1), 100),
 ])
 def test_broken_pipelines_are_refuted_at_their_claim(name, factory, m):
-    claim = 4.0 if name == "pp" else 1.0
-    result = audit_release(factory(), _records(), canaries=m, claimed_epsilon=claim,
+    result = audit_release(factory(), _records(), canaries=m, claimed_epsilon=1.0,
                            claimed_delta=1e-6 if name == "pp" else 0.0, seed=3, scorers=FAST,
                            neighbouring=neighbouring_for(name))
     assert result.verdict == "refuted", result.to_dict()
