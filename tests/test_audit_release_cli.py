@@ -44,7 +44,8 @@ def test_prints_the_result_and_resumes_to_the_same(fake, tmp_path, capsys):
 
 
 @pytest.mark.parametrize("flags,needle", [(["--canaries", "1"], "--canaries"), (["--set", "bogus=1"], "--set"),
-                                          (["--epsilon", "-1"], "--epsilon"), (["--set", "N=abc"], "--set")])
+                                          (["--epsilon", "-1"], "--epsilon"), (["--set", "N=abc"], "--set"),
+                                          (["--scorers", "ngram,bogus"], "scorers")])
 def test_bad_flags_exit_2_and_write_nothing(fake, tmp_path, capsys, flags, needle):
     out = tmp_path / "audit"
     assert main(BASE + flags + ["--out", str(out)]) == 2

@@ -101,7 +101,13 @@ def run_release_audit(args: argparse.Namespace) -> dict:
     from dpkit.methods.cli import execute, plan
     from dpkit.validate import ParameterError, check_in_range, check_int
 
+    from dpkit.audit.scorers import scorer
+
     scorers = tuple(s.strip() for s in args.scorers.split(",") if s.strip())
+    if not scorers or len(set(scorers)) != len(scorers):
+        raise ParameterError("--scorers", args.scorers, "must name distinct scorers: ngram, chars, embedding")
+    for name in scorers:
+        scorer(name)                    # ParameterError for an unknown name, before anything is written
     m = args.canaries if args.canaries is not None else (SMOKE_CANARIES if args.smoke else None)
     if m is not None:
         check_int("--canaries", m, minimum=2)
@@ -123,8 +129,6 @@ def run_release_audit(args: argparse.Namespace) -> dict:
         lines = (root / "run" / "release" / "synthetic.jsonl").read_text(encoding="utf-8").splitlines()
         return [json.loads(line) for line in lines if line.strip()]
 
-    if not scorers:
-        raise ParameterError("--scorers", args.scorers, "must name at least one scorer")
     result = audit_release(synthesize, p.records, canaries=m, claimed_epsilon=args.epsilon,
                            claimed_delta=claimed_delta, confidence=args.confidence, seed=state["audit_seed"],
                            scorers=scorers, neighbouring=neighbouring_for(args.method))
