@@ -44,7 +44,7 @@ def test_prints_the_result_and_resumes_to_the_same(fake, tmp_path, capsys):
 
 
 @pytest.mark.parametrize("flags,needle", [(["--canaries", "1"], "--canaries"), (["--set", "bogus=1"], "--set"),
-                                          (["--epsilon", "-1"], "--epsilon"), (["--set", "N=abc"], "--set"),
+                                          (["--epsilon", "-1"], "--epsilon"), (["--set", "N=abc"], "abc"),
                                           (["--scorers", "ngram,bogus"], "scorers")])
 def test_bad_flags_exit_2_and_write_nothing(fake, tmp_path, capsys, flags, needle):
     out = tmp_path / "audit"
@@ -60,3 +60,8 @@ def test_another_audit_in_the_same_folder_is_refused(fake, tmp_path, capsys):
     capsys.readouterr()
     assert main(BASE[:-4] + ["--canaries", "32", "--scorers", "ngram,chars", "--out", str(out)]) == 2
     assert "other settings" in capsys.readouterr().err
+
+
+def test_set_changes_the_method_configuration(fake, tmp_path, capsys):
+    assert main(BASE + ["--set", "n_per_class=1", "--out", str(tmp_path / "audit")]) == 0
+    assert json.loads(capsys.readouterr().out)["release_records"] == 3      # one text per label

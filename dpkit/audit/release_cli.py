@@ -60,7 +60,7 @@ def _value(text: str, current):
 
 
 def apply_settings(config, pairs):
-    """``config`` with ``--set key=value`` pairs applied (idempotent: the same pairs twice change nothing)."""
+    """``config`` with ``--set key=value`` pairs applied, where ``dpkit synth``'s planning does not do it."""
     from dpkit.validate import ParameterError
 
     names = {f.name for f in fields(config)}
@@ -72,6 +72,13 @@ def apply_settings(config, pairs):
                                  " (epsilon and delta have their own flags)")
         changes[key] = _value(text, getattr(config, key))
     return replace(config, **changes) if changes else config
+
+
+def _plan_applies_set() -> bool:
+    """Whether ``dpkit synth``'s planning applies ``--set`` itself (:mod:`dpkit.methods.settings`)."""
+    import importlib.util
+
+    return importlib.util.find_spec("dpkit.methods.settings") is not None
 
 
 def _audit_state(root: Path, settings: dict) -> dict:
@@ -113,7 +120,7 @@ def run_release_audit(args: argparse.Namespace) -> dict:
         check_int("--canaries", m, minimum=2)
     check_in_range("--confidence", args.confidence, 0.0, 1.0, low_open=True, high_open=True)
     p = plan(_synth_args(args))
-    config = apply_settings(p.config, args.set)
+    config = p.config if _plan_applies_set() else apply_settings(p.config, args.set)
     if config != p.config:
         p = replace(p, config=config, params=dict(p.params, method_config=config_dict(config)))
     root = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="dpkit-audit-"))
