@@ -76,7 +76,9 @@ def test_huge_record_is_read_whole(tmp_path):
 def test_label_set_rules():
     assert label_set(["10", "9", "b", "a"]) == ("9", "10", "a", "b")
     assert label_set(["x"], "x, y") == ("x", "y")
-    with pytest.raises(ParameterError, match="missing"):
-        label_set(["x", "z"], "x,y")
+    with pytest.raises(ParameterError, match="1 row.* data row 2") as info:
+        label_set(["x", "SECRET-LABEL-XYZ"], "x,y")
+    assert "SECRET-LABEL-XYZ" not in str(info.value)  # an input's label is private: rows are named by number
+    assert label_set(["a,b", "c"], '["a,b", "c"]') == ("a,b", "c")
     with pytest.raises(ParameterError, match="distinct"):
         label_set(["x"], "x,x")

@@ -61,7 +61,7 @@ def snapshot(folder):
     (["pp", "--input", SAMPLE, "--text-column", "text", "--epsilon", "4", "--backend", "openai"], "local model"),
     (["kps", "--input", SAMPLE, "--text-column", "text", "--epsilon", "4", "--labels", "a,b"], "--label-column"),
     (["kps", "--input", SAMPLE, "--text-column", "text", "--label-column", "label", "--labels", "billing",
-      "--epsilon", "4"], "missing"),
+      "--epsilon", "4"], "outside it"),
     (["kps", "--input", SAMPLE, "--text-column", "text", "--epsilon", "4", "--limit", "0"], "--limit"),
     (["kps", "--input", SAMPLE, "--text-column", "text", "--epsilon", "4", "--limit", "30"], "--rows"),
     (["pp", "--input", SAMPLE, "--text-column", "text", "--epsilon", "4", "--sample-fraction", "0"],
@@ -312,3 +312,94 @@ def test_the_release_states_the_ledgers_composition(tmp_path, fake, method):
     report = (out / "release" / "privacy_report.md").read_text()
     assert "## Composition (the ledger)" in report
     assert all(f"| {e['label']} |" in report for e in ledger.entries)
+
+
+def test_set_and_config_file_reach_every_parameter_and_are_recorded(tmp_path, fake, capsys):
+    settings = tmp_path / "kps.toml"
+    settings.write_text('n_per_class = 3\nL = 5\ndocument_type = "support ticket"\n', encoding="utf-8")
+    out = tmp_path / "run"
+    assert synth(out, "--config", str(settings), "--set", "n_per_class=1", "--set", "distinct=false") == 0
+    config = json.loads((out / "release" / "config.json").read_text())["method_config"]
+    assert (config["n_per_class"], config["L"], config["document_type"], config["distinct"]) == (
+        1, 5, "support ticket", False)  # --set wins over the file; the file over the smoke preset
+    assert len((out / "release" / "synthetic.jsonl").read_text().splitlines()) == 3  # 1 per label
+    as_json = tmp_path / "pp.json"
+    as_json.write_text(json.dumps({"top_k": None, "clip": 3}), encoding="utf-8")
+    p, _ = _planned_records("pp", SAMPLE, "--smoke", "--config", str(as_json), "--set", "svt_threshold=0.5",
+                            "--set", "svt_sigma=20")
+    assert (p.config.top_k, p.config.clip, p.config.svt_threshold) == (None, 3.0, 0.5)
+    assert p.params["method_config"]["svt_sigma"] == 20.0
+
+
+@pytest.mark.parametrize("extra,needle", [
+    (("--set", "no_such_knob=1"), "no_such_knob"), (("--set", "L=three"), "L='three'"),
+    (("--set", "L=0"), "L=0"), (("--set", "epsilon=3"), "--epsilon"), (("--set", "L"), "key=value"),
+    (("--set", "distinct=maybe"), "distinct"),
+])
+def test_bad_settings_exit_2_naming_the_key(tmp_path, capsys, fake, extra, needle):
+    out = tmp_path / "run"
+    assert synth(out, *extra) == 2
+    err = capsys.readouterr().err
+    assert needle in err and "Traceback" not in err
+    assert not out.exists()
+
+
+def test_bad_config_files_exit_2(tmp_path, capsys, fake):
+    for name, text, needle in (("a.toml", "L = [", "TOML"), ("b.json", '{"L": "x"}', "L='x'"),
+                               ("c.yaml", "L: 3", ".toml or .json"), ("d.json", '{"secret_key": 1}', "secret_key")):
+        path = tmp_path / name
+        path.write_text(text, encoding="utf-8")
+        assert synth(tmp_path / "run", "--config", str(path)) == 2
+        assert needle in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
+
+
+def test_plan_prints_config_spend_guarantee_and_size_without_reading_data(tmp_path, capsys, fake):
+    argv = ["synth", "kps", "--epsilon", "4", "--plan", "--label-column", "label", "--labels",
+            "billing,delivery,product", "--smoke", "--set", "n_per_class=2"]
+    assert main(argv) == 0  # no --input, --text-column or --out: nothing is read or written
+    text = capsys.readouterr().out
+    assert '"n_per_class": 2' in text and "kps: private vocabulary" in text and "kps: DP-KDE of each class" in text
+    assert "guarantee: epsilon = 4, delta = 0 (pure)" in text and "texts in the release: 6 " in text
+    out = tmp_path / "run"
+    assert synth(out, "--labels", "billing,delivery,product") == 0  # the run spends what the plan said
+    manifest = json.loads((out / "private" / "manifest.json").read_text())
+    assert [e["label"] for e in manifest["ledger"]["entries"]][0] == "kps: private vocabulary"
+    assert len((out / "release" / "synthetic.jsonl").read_text().splitlines()) == 6
+
+    assert main(["synth", "pp", "--epsilon", "4", "--delta", "1e-6", "--plan", "--smoke"]) == 0
+    from dpkit.methods import pp
+
+    guarantee = pp.Config.smoke(4.0, delta=1e-6).guarantee()
+    text = capsys.readouterr().out
+    assert f"guarantee: epsilon = {guarantee['epsilon']:.6g}, delta = 1e-06" in text
+    assert f"private prediction, r={guarantee['max_private_tokens']} " in text and "texts in the release: 1 " in text
+    assert main(["synth", "dpst", "--epsilon", "4", "--plan", "--rows", "30", "--limit", "20"]) == 0
+    assert "texts in the release: 20 " in capsys.readouterr().out
+    assert main(["synth", "kps", "--epsilon", "4", "--plan", "--label-column", "label"]) == 2  # labels unknown
+    assert "--labels" in capsys.readouterr().err
+
+
+def test_plan_refuses_a_configuration_that_overspends(tmp_path, capsys, monkeypatch):
+    from dpkit.methods import kps
+
+    real = kps.planned_ledger
+
+    def overspending(config, n_labels):
+        ledger = real(config, n_labels)
+        ledger.spend(ledger.entries[0]["contract"] and __import__("dpkit.privacy", fromlist=["PrivacyContract"])
+                     .PrivacyContract.from_dict(ledger.entries[0]["contract"]), "again")
+        return ledger
+
+    monkeypatch.setattr(kps, "planned_ledger", overspending)
+    assert main(["synth", "kps", "--epsilon", "4", "--plan"]) == 2
+    assert "over the budget" in capsys.readouterr().err
+
+
+def test_labels_accept_a_json_list(tmp_path, fake):
+    path = tmp_path / "commas.csv"
+    path.write_text('text,label\n"first text",a\n"second text","b,c"\n"third text",a\n', encoding="utf-8")
+    out = tmp_path / "run"
+    assert synth(out, "--labels", '["a", "b,c"]', input=path) == 0
+    config = json.loads((out / "release" / "config.json").read_text())
+    assert config["labels"] == ["a", "b,c"] and config["labels_declared"] is True

@@ -179,17 +179,42 @@ def read_table(path: str | os.PathLike, text_column: str, label_column: str | No
     return Table(str(path), texts, labels, tuple(columns))
 
 
-def label_set(labels, declared: str | None = None) -> tuple[str, ...]:
-    """The public label set: ``declared`` (comma-separated, from ``--labels``) or, when None, the input's
+def parse_labels(declared) -> tuple[str, ...]:
+    """The label set the user declares (public): a JSON list (``'["a,b", "c"]'``, for names with commas),
+    comma-separated names (``a,b,c``), or a sequence of names."""
+    if isinstance(declared, str):
+        text = declared.strip()
+        if text.startswith("["):
+            try:
+                names = json.loads(text)
+            except ValueError as error:
+                raise ParameterError("--labels", declared, f"starts with '[' but is not a JSON list: {error}") from None
+            if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+                raise ParameterError("--labels", declared, "must be a JSON list of strings")
+        else:
+            names = declared.split(",")
+    else:
+        names = list(declared)
+    names = tuple(str(n).strip() for n in names)
+    if any(not n for n in names) or len(set(names)) != len(names) or len(names) < 1:
+        raise ParameterError("--labels", declared, "must be distinct, non-empty names: comma-separated, or a JSON "
+                             "list such as '[\"a,b\", \"c\"]'")
+    return names
+
+
+def label_set(labels, declared=None) -> tuple[str, ...]:
+    """The public label set: ``declared`` (``--labels``, see :func:`parse_labels`) or, when None, the input's
     distinct labels in sorted order (numbers numerically) -- which the privacy report then states is
-    treated as public. Every label must belong to a declared set."""
+    treated as public. Every label must belong to a declared set; the error gives the first offending
+    row and the count, never a label value (the input's labels are private)."""
     if declared is not None:
-        names = tuple(n.strip() for n in declared.split(","))
-        if any(not n for n in names) or len(set(names)) != len(names) or len(names) < 1:
-            raise ParameterError("--labels", declared, "must be distinct, non-empty names separated by commas")
-        unknown = sorted(set(labels) - set(names))
-        if unknown:
-            raise ParameterError("--labels", declared, f"must contain every label of the input; missing {unknown[:5]}")
+        names = parse_labels(declared)
+        known = set(names)
+        rows = [number for number, label in enumerate(labels, start=1) if label not in known]
+        if rows:
+            raise ParameterError("--labels", declared, f"must contain every label of the input: {len(rows)} row(s) "
+                                 f"have a label outside it (the first is data row {rows[0]}); labels are "
+                                 "compared exactly, after trimming spaces")
         return names
 
     def key(name: str):

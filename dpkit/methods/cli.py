@@ -35,51 +35,100 @@ class Plan:
     seed: int | None
     backend: object
     executor: object = None   # pp only: who decodes the batches; not part of params (resume across executors)
+    release_plan: object = None  # the planned ledger, guarantee and size (dpkit.methods.planning.ReleasePlan)
 
 
 def _check_budget(args) -> tuple[float, float | None]:
+    """The budget flags; their values are validated once, by the method's configuration."""
     from dpkit.validate import ParameterError
 
-    eps = args.epsilon
-    if not math.isfinite(eps) or eps <= 0:
-        raise ParameterError("--epsilon", eps, "must be a finite number > 0")
-    delta = args.delta
+    if args.delta is not None and args.method != "pp":
+        raise ParameterError("--delta", args.delta, f"does not apply to {args.method}: it is pure epsilon-DP "
+                             "(delta = 0); only pp takes --delta")
+    return args.epsilon, args.delta
+
+
+def build_config(args: argparse.Namespace, method):
+    """The method's configuration from the flags, validated once: its defaults (or ``--smoke`` preset),
+    then ``--config FILE``, then each ``--set key=value`` (:mod:`dpkit.methods.settings`), with the
+    budget from ``--epsilon``/``--delta``. ParameterError names the flag or the key."""
+    from dpkit.methods.settings import overrides
+    from dpkit.validate import ParameterError
+
+    eps, delta = _check_budget(args)
+    changes = overrides(method.Config, args.method, getattr(args, "set", None), getattr(args, "config", None))
     if delta is not None:
-        if not (0 < delta < 1):
-            raise ParameterError("--delta", delta, "must lie in (0, 1)")
-        if args.method != "pp":
-            raise ParameterError("--delta", delta, f"does not apply to {args.method}: it is pure epsilon-DP "
-                                 "(delta = 0); only pp takes --delta")
-    return eps, delta
+        changes["delta"] = delta
+    try:
+        return method.Config.smoke(eps, **changes) if args.smoke else method.Config(epsilon=eps, **changes)
+    except ParameterError as error:
+        if error.name in ("epsilon", "delta"):  # the budget came from its flag
+            raise ParameterError(f"--{error.name}", error.value, error.allowed) from None
+        raise
+
+
+def plan_release(args: argparse.Namespace):
+    """``--plan``: the configuration, the planned ledger (spend per mechanism), the composed guarantee and
+    the number of texts, from the flags and the row count the user declares (``--rows``); reads no data.
+    Returns a :class:`~dpkit.methods.planning.ReleasePlan`."""
+    from dpkit.data.tables import parse_labels
+    from dpkit.methods import METHODS
+    from dpkit.methods.planning import release_plan
+    from dpkit.validate import ParameterError
+
+    method = METHODS[args.method]
+    config = build_config(args, method)
+    labels = parse_labels(args.labels) if args.labels is not None else None
+    if args.label_column is not None and labels is None:
+        raise ParameterError("--labels", None, "is needed with --plan and --label-column: the plan reads no data, "
+                             "so declare the public label set (or leave out --label-column for unlabelled input)")
+    return release_plan(args.method, config, labels=labels, labelled=labels is not None,
+                        rule=rows_rule(args, method), declared_rows=getattr(args, "rows", None))
 
 
 def plan(args: argparse.Namespace) -> Plan:
-    """Validate every argument and read the input (raises ParameterError; writes nothing)."""
+    """Validate every argument and read the input (raises ParameterError; writes nothing).
+
+    The planning function of ``dpkit synth`` (``dpkit audit release`` reuses it):
+    the configuration is built once (:func:`build_config`), the rows are selected by
+    the public rule (:func:`rows_rule`), and the release's planned ledger is
+    checked against the budget (:func:`dpkit.methods.planning.release_plan`; an
+    overspend raises BudgetExceededError) before anything is written. Returns a
+    :class:`Plan`: method, records, config, public settings, params (what a resume
+    must match), seed, backend, executor and the release plan.
+    """
     from dpkit.backends import get_backend
     from dpkit.data.tables import label_set, read_table
     from dpkit.methods import METHODS, Records
+    from dpkit.methods.planning import release_plan
     from dpkit.runs import file_digest
     from dpkit.validate import ParameterError, check_int
 
     method = METHODS[args.method]
-    eps, delta = _check_budget(args)
+    for flag in ("input", "text_column"):
+        if getattr(args, flag, None) is None:
+            raise ParameterError(f"--{flag.replace('_', '-')}", None, "is required (except with --plan)")
     if args.limit is not None:
         check_int("--limit", args.limit, minimum=1)
     if args.seed is not None:
         check_int("--seed", args.seed, minimum=0)
     if args.labels is not None and args.label_column is None:
         raise ParameterError("--labels", args.labels, "needs --label-column (the column the labels are in)")
+    config = build_config(args, method)
+    eps, delta = args.epsilon, args.delta
     if args.method == "pp":
         method.check_backend(args.backend)
     executor = _executor(args)
     rule = rows_rule(args, method)
     table = read_table(args.input, args.text_column, args.label_column,
                        limit=rule.limit if rule.kind == "prefix" else None)
+    if args.labels is not None:
+        label_set(table.labels, args.labels)  # every row read has a declared label (rows named by number)
     table = rule_applied(table, rule)
     names = label_set(table.labels, args.labels) if table.labels is not None else None
     records = Records.from_strings(table.texts, table.labels, names, declared=args.labels is not None)
-    options = {"delta": delta} if delta is not None else {}
-    config = (method.Config.smoke(eps, **options) if args.smoke else method.Config(epsilon=eps, **options))
+    planned = release_plan(args.method, config, labels=names, labelled=names is not None, rule=rule,
+                           declared_rows=getattr(args, "rows", None))
     backend = get_backend(args.backend or "local", args.model)  # pp: local only (checked above); loads lazily
     key = getattr(backend, "key_variable", None)
     if key and not os.environ.get(key):  # checked before the run folder exists, not after the run started
@@ -93,7 +142,7 @@ def plan(args: argparse.Namespace) -> Plan:
 
     params = dict(settings, method_config=config_dict(config), epsilon=eps, delta=delta,
                   input_sha256=file_digest(args.input))
-    return Plan(method, records, config, settings, params, args.seed, backend, executor)
+    return Plan(method, records, config, settings, params, args.seed, backend, executor, planned)
 
 
 def rows_rule(args: argparse.Namespace, method):
@@ -199,6 +248,11 @@ def _synth(args: argparse.Namespace) -> int:
 
     runtime.set_offline()
     try:
+        if getattr(args, "plan", False):
+            print(plan_release(args).text())
+            return 0
+        if args.out is None:
+            raise ParameterError("--out", None, "is required (except with --plan): the run folder DIR")
         p = plan(args)
         release, state = execute(p, args.out)
     except ParameterError as error:  # bad input, a configuration mismatch, a corrupted folder
@@ -235,14 +289,23 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("synth", help="a DP synthetic copy of your own texts (kps, pp or dpst)",
                               description=__doc__.splitlines()[0])
     p.add_argument("method", choices=("kps", "pp", "dpst"), help="DP-KPS, private prediction or DP-ST")
-    p.add_argument("--input", required=True, help="CSV, TSV or JSON Lines file, UTF-8")
-    p.add_argument("--text-column", required=True, help="the column with the texts")
+    p.add_argument("--input", default=None, help="CSV, TSV or JSON Lines file, UTF-8 (required unless --plan)")
+    p.add_argument("--text-column", default=None, help="the column with the texts (required unless --plan)")
     p.add_argument("--label-column", default=None, help="the column with the labels (optional)")
-    p.add_argument("--labels", default=None, help="the public label set, comma-separated (default: read from "
-                   "the input, and the report says it is treated as public)")
+    p.add_argument("--labels", default=None, help="the public label set: comma-separated, or a JSON list such as "
+                   "'[\"a,b\", \"c\"]' (default: read from the input, and the report says it is treated as public)")
     p.add_argument("--epsilon", type=float, required=True, help="privacy budget, > 0")
     p.add_argument("--delta", type=float, default=None, help="pp only: delta in (0, 1) (default 1e-6)")
-    p.add_argument("--out", required=True, help="run folder DIR: DIR/release (publishable) and DIR/private")
+    p.add_argument("--out", default=None, help="run folder DIR: DIR/release (publishable) and DIR/private "
+                   "(required unless --plan)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="set any parameter of the "
+                   "method's configuration (repeatable; typed by the field, e.g. --set clip=3 --set top_k=none); "
+                   "every value is recorded in release/config.json")
+    p.add_argument("--config", default=None, metavar="FILE", help="a TOML or JSON table of configuration "
+                   "parameters (applied before --set)")
+    p.add_argument("--plan", action="store_true", help="print the configuration, the ledger's planned spend per "
+                   "mechanism, the composed guarantee and the number of texts, then exit; reads no data (give "
+                   "--rows for DP-ST's size, --labels for labelled input)")
     p.add_argument("--backend", choices=BACKENDS, default=None, help="text generation backend (default local; "
                    "pp runs on the local model only)")
     p.add_argument("--model", default=None, help="model name or path for the backend")

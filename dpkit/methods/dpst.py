@@ -104,6 +104,26 @@ class Config:
         return replace(cls(epsilon=epsilon, k=8, n_articles=12, max_new_tokens=8), **changes)
 
 
+def planned_ledger(config: Config, n_labels: int, n_records: int | None = None):
+    """The ledger's spend, planned from the public configuration alone (``dpkit synth dpst --plan``): the
+    document-level triples and, for labelled input (``n_labels`` > 0), the label's randomized response, each
+    parallel over the records. Raises BudgetExceededError when the plan does not fit the budget."""
+    from dpkit.methods.labels import label_contract
+    from dpkit.privacy import PrivacyContract, PrivacyLedger
+
+    eps_text, eps_label = config.budgets(n_labels > 0)
+    unit = "document (any two documents)"
+    ledger = PrivacyLedger(budget_epsilon=config.budget()[0], delta=0)
+    groups = max(1, n_records or 1)
+    ledger.spend_parallel(PrivacyContract(f"DP-ST document-level ({config.slots} slots)", "replace-one", unit,
+                                          "pure", 1.0, epsilon=eps_text, sensitivity_norm="max over candidates"),
+                          "dpst: document-level triples", groups=groups)
+    if n_labels > 0:
+        ledger.spend_parallel(label_contract(n_labels, eps_label, unit), "dpst: label by randomized response",
+                              groups=groups)
+    return ledger
+
+
 def _split(prepared, i: int, offsets):
     from dpkit.dpst.privatize import Prepared
 

@@ -103,6 +103,25 @@ class Config(KPSConfig):
         return replace(cls(epsilon=epsilon, n_per_class=2, N=60, L=4, n_features=128, max_new_tokens=8), **changes)
 
 
+def planned_ledger(config: Config, n_labels: int):
+    """The ledger's spend, planned from the public configuration alone (``dpkit synth kps --plan``):
+    the vocabulary histogram (sequential) and the class DP-KDEs (parallel over the ``n_labels`` classes).
+    Raises BudgetExceededError when the plan does not fit the budget."""
+    from dpkit.kps.kde import dpkde_sensitivity
+    from dpkit.privacy import PrivacyContract, PrivacyLedger
+
+    ledger = PrivacyLedger(budget_epsilon=config.budget()[0], delta=0)
+    ledger.spend(PrivacyContract(f"vocabulary histogram (Laplace, first S={config.S} terms per document)",
+                                 "add/remove", "document", "pure", float(config.S), epsilon=config.eps_voc,
+                                 sensitivity_norm="L1"), "kps: private vocabulary")
+    kde = (f"DP-KDE (random Fourier features, I={config.n_features})" if config.method == "independent"
+           else f"DP-KDE ensemble ({config.L} members, I={config.n_features} each)")
+    ledger.spend_parallel(PrivacyContract(kde, "add/remove", "document", "pure",
+                                          dpkde_sensitivity(config.n_features, 1.0), epsilon=config.eps_kde,
+                                          sensitivity_norm="L1"), "kps: DP-KDE of each class", groups=max(1, n_labels))
+    return ledger
+
+
 def _public_vocabulary(name: str):
     from dpkit.data import english_vocabulary, medical_vocabulary
     from dpkit.kps.vocabulary import PhraseMatcher

@@ -156,6 +156,18 @@ def public_rules(config: Config) -> dict[str, str]:
     }
 
 
+def planned_ledger(config: Config, n_labels: int):
+    """The ledger's spend, planned from the public configuration alone (``dpkit synth pp --plan``): Theorem 1's
+    contract at the cap r, once per batch, parallel over the ``n_batches`` x ``n_labels`` public batches (the same
+    charge the run makes). Raises BudgetExceededError when the plan does not fit the budget."""
+    from dpkit.privacy import PrivacyLedger
+
+    ledger = PrivacyLedger(budget_epsilon=config.epsilon, delta=config.delta)
+    ledger.spend_parallel(config.contract(), f"private prediction, r={config.max_private_tokens()} per batch",
+                          config.n_batches * max(1, n_labels))
+    return ledger
+
+
 def check_backend(name: str | None) -> None:
     """Private prediction decodes private prompts: only the local backend is allowed."""
     if name not in (None, "local"):

@@ -253,7 +253,10 @@ class PrivacyLedger:
         lines.append("-" * len(header))
         lines.append(f"total rho = {self.rho:.6g}"
                      + (f" (budget {self.budget_rho:.6g})" if self.budget_rho is not None else ""))
-        if delta is not None:
+        if delta == 0:
+            lines.append(f"total epsilon = {self.pure_epsilon():.6g} (pure, basic composition)"
+                         + (f" (budget {self.budget_epsilon:.6g})" if self.budget_epsilon is not None else ""))
+        elif delta is not None:
             lines.append(f"total epsilon = {self.epsilon(delta):.6g} at delta = {delta:.3g} (tight conversion)"
                          + (f" (budget {self.budget_epsilon:.6g})" if self.budget_epsilon is not None else ""))
         if self.entries:
