@@ -22,6 +22,20 @@ class ParameterError(ValueError):
         super().__init__(f"{name}={_show(value)} is invalid: {allowed}")
 
 
+def private_shape(value) -> str:
+    """A stand-in for a PRIVATE value in an error message: its type and size, never its content.
+
+    Errors are read by operators and land in logs; a text or label of the input
+    must never appear there (row numbers and counts may).
+    """
+    if isinstance(value, str):
+        return f"<a string of {len(value)} characters>"
+    try:
+        return f"<a {type(value).__name__} of {len(value)} items>"
+    except TypeError:
+        return f"<a {type(value).__name__}>"
+
+
 def _show(value) -> str:
     if isinstance(value, np.ndarray):
         return f"array(shape={value.shape}, dtype={value.dtype})"

@@ -403,3 +403,23 @@ def test_labels_accept_a_json_list(tmp_path, fake):
     assert synth(out, "--labels", '["a", "b,c"]', input=path) == 0
     config = json.loads((out / "release" / "config.json").read_text())
     assert config["labels"] == ["a", "b,c"] and config["labels_declared"] is True
+
+
+def test_errors_never_print_a_label_or_text_of_the_input(tmp_path, capsys, fake):
+    """privacy-2 F7: an unknown label in the input was printed on stderr. Errors name rows and counts only."""
+    path = tmp_path / "secret.csv"
+    path.write_text("text,label\nA private sentence about SECRET-TEXT-QQQ,billing\nAnother one,SECRET-LABEL-XYZ\n",
+                    encoding="utf-8")
+    for method in ("kps", "pp", "dpst"):
+        assert synth(tmp_path / "run", "--labels", "billing,delivery", method=method, input=path) == 2
+        err = capsys.readouterr().err
+        assert "SECRET-LABEL-XYZ" not in err and "SECRET-TEXT-QQQ" not in err and "data row 2" in err
+    assert not (tmp_path / "run").exists()
+    from dpkit.methods import Records
+    from dpkit.validate import ParameterError
+
+    for call in (lambda: Records.from_strings(["SECRET-TEXT-QQQ"], ["SECRET-LABEL-XYZ"], ("a",)),
+                 lambda: Records("SECRET-TEXT-QQQ"), lambda: Records(("ok", 3, "SECRET-TEXT-QQQ"))):
+        with pytest.raises(ParameterError) as info:
+            call()
+        assert "SECRET" not in str(info.value)

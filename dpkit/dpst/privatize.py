@@ -263,7 +263,8 @@ class DPST:
         many privatizations (epsilons, seeds) from one extraction.
         """
         if isinstance(texts, str):
-            raise ParameterError("texts", texts, "must be a sequence of strings, not one string")
+            raise ParameterError("texts", f"<a string of {len(texts)} characters>",
+                                 "must be a sequence of strings, not one string")
         texts = list(texts)
         for i, text in enumerate(texts):
             if not isinstance(text, str):

@@ -198,7 +198,8 @@ def triples_from_doc(doc, max_phrase_tokens: int = 8) -> list[Triple]:
 
 def _check_texts(texts) -> list[str]:
     if isinstance(texts, str):
-        raise ParameterError("texts", texts, "must be a sequence of strings, not one string")
+        raise ParameterError("texts", f"<a string of {len(texts)} characters>",
+                             "must be a sequence of strings, not one string")
     texts = list(texts)
     for i, t in enumerate(texts):
         if not isinstance(t, str):

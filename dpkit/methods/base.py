@@ -24,7 +24,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from dpkit.validate import ParameterError
+from dpkit.validate import ParameterError, private_shape
 
 
 @dataclass(frozen=True)
@@ -42,15 +42,18 @@ class Records:
 
     def __post_init__(self):
         if isinstance(self.texts, str):
-            raise ParameterError("texts", self.texts, "must be a sequence of texts, not one string")
+            raise ParameterError("texts", private_shape(self.texts), "must be a sequence of texts, not one string")
         texts = tuple(self.texts)
         if not texts:
-            raise ParameterError("texts", texts, "must contain at least one record")
-        if not all(isinstance(t, str) for t in texts):
-            raise ParameterError("texts", texts, "must all be strings (an empty string for a missing text)")
+            raise ParameterError("texts", "<no records>", "must contain at least one record")
+        bad = [i for i, t in enumerate(texts) if not isinstance(t, str)]
+        if bad:
+            raise ParameterError("texts", f"<{len(bad)} non-strings, the first at index {bad[0]}>",
+                                 "must all be strings (an empty string for a missing text)")
         object.__setattr__(self, "texts", texts)
         if (self.labels is None) != (self.label_set is None):
-            raise ParameterError("labels", self.labels, "labels and label_set go together (both or neither)")
+            raise ParameterError("labels", private_shape(self.labels) if self.labels is not None else None,
+                                 "labels and label_set go together (both or neither)")
         if self.labels is not None:
             labels = tuple(int(y) for y in self.labels)
             names = tuple(str(n) for n in self.label_set)
@@ -70,9 +73,10 @@ class Records:
         if labels is None:
             return cls(tuple(texts))
         index = {name: k for k, name in enumerate(label_set)}
-        missing = sorted(set(labels) - set(index))
-        if missing:
-            raise ParameterError("labels", missing[:5], f"must belong to the label set {list(label_set)}")
+        outside = [i for i, y in enumerate(labels) if y not in index]
+        if outside:  # positions and a count only: the labels of the input are private
+            raise ParameterError("labels", f"<{len(outside)} labels outside the set, the first at index {outside[0]}>",
+                                 f"must belong to the label set {list(label_set)}")
         return cls(tuple(texts), tuple(index[y] for y in labels), tuple(label_set), declared)
 
     @property
@@ -145,7 +149,7 @@ def config_dict(config) -> dict:
 def check_inputs(records, config, config_type, seed_sequence) -> None:
     """The common argument checks of every ``synthesize``."""
     if not isinstance(records, Records):
-        raise ParameterError("records", records, "must be a dpkit.methods.Records")
+        raise ParameterError("records", private_shape(records), "must be a dpkit.methods.Records")
     if not isinstance(config, config_type):
         raise ParameterError("config", config, f"must be a {config_type.__module__}.{config_type.__name__}")
     if not isinstance(seed_sequence, np.random.SeedSequence):

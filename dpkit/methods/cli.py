@@ -136,7 +136,8 @@ def plan(args: argparse.Namespace) -> Plan:
                              "(it is never read from code or files); or use --backend local")
     settings = {"method": args.method, "text_column": args.text_column, "label_column": args.label_column,
                 "labels": list(names) if names is not None else None, "labels_declared": args.labels is not None,
-                "limit": rule.limit, "rows": rule.to_dict(), "smoke": bool(args.smoke), "backend": args.backend or "local",
+                "limit": rule.limit, "rows": rule.to_dict(), "smoke": bool(args.smoke),
+                "backend": args.backend or "local",
                 "model": args.model}
     from dpkit.methods.base import config_dict
 
@@ -309,8 +310,9 @@ def register(subparsers) -> None:
     p.add_argument("--backend", choices=BACKENDS, default=None, help="text generation backend (default local; "
                    "pp runs on the local model only)")
     p.add_argument("--model", default=None, help="model name or path for the backend")
-    p.add_argument("--smoke", action="store_true", help=f"tiny method sizes, for tests; with --rows M, kps keeps each row with "
-                   f"probability min(1, {SMOKE_ROWS}/M) (pp 48/M) by the per-record rule; dpst reads the first 12 rows")
+    p.add_argument("--smoke", action="store_true", help="tiny method sizes, for tests; with --rows M, kps keeps "
+                   f"each row with probability min(1, {SMOKE_ROWS}/M) (pp 48/M) by the per-record rule; dpst reads "
+                   "the first 12 rows")
     p.add_argument("--seed", type=int, default=None, help="reproducible mode: NOT a DP release (default: fresh "
                    "noise from the operating system)")
     p.add_argument("--limit", type=int, default=None, help="read about N rows: kps and pp keep each row by a "
