@@ -11,11 +11,12 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from dpkit import io as _io
-from dpkit.runs import integrity, lock
+from dpkit.runs import checkpoints, integrity, lock
+from dpkit.runs.checkpoints import check_name
 from dpkit.runs.faults import checkpoint
 from dpkit.runs.codec import decode, digest, dumps, encode, now, package_versions, sha256
 from dpkit.runs.errors import RunCorruptError, RunInUseError, RunMismatchError
-from dpkit.runs.ledger import merged, replay
+from dpkit.runs.ledger import merged
 from dpkit.runs.progress_bars import progress
 from dpkit.runs.records import RecordLog
 from dpkit.validate import ParameterError, check_int
@@ -30,12 +31,6 @@ def _check_key(key: Any) -> str:
     if isinstance(key, bool) or not isinstance(key, (str, int)):
         raise ParameterError("key", key, "must be a string or an integer identifying the item")
     return str(key)
-
-
-def _check_name(name: Any) -> str:
-    if not isinstance(name, str) or not name or not name.replace("_", "").replace("-", "").isalnum():
-        raise ParameterError("name", name, "must be a non-empty name of letters, digits, '_' or '-'")
-    return name
 
 
 def _items(items: Mapping | Iterable) -> list[tuple[str, Any]]:
@@ -141,7 +136,7 @@ class Run:
             self._key = self._new_key()
             if input_digest is not None:
                 self._write_private("input_digest.json", dumps({"input_digest": input_digest}) + "\n")
-        self._replay_all()          # the saved spend is back in the ledger before anything is written
+        checkpoints.replay_all(self)          # the saved spend is back in the ledger before anything is written
         self._log.load(self.manifest if self.resumed else None)
         self._records = {k: decode(v, self._key) for k, v in self._log.encoded.items()}
         if self.resumed:
@@ -290,7 +285,7 @@ class Run:
         another configuration or input raises :class:`RunMismatchError` naming the
         keys that differ, before the component reuses anything.
         """
-        _check_name(name)
+        check_name(name)
         if not isinstance(config, Mapping):
             raise ParameterError("config", type(config).__name__, "must be a mapping of public settings")
         if input_digest is not None and (not isinstance(input_digest, str) or not input_digest):
@@ -395,81 +390,14 @@ class Run:
 
     # ----------------------------------------------------------------- seeds
     def privatized_seeds(self, name: str, compute: Callable[[], Any]) -> Any:
-        """The output of the DP computation ``compute()``, computed once per run.
+        """The output of the DP computation ``compute()``, computed once per run (see :mod:`dpkit.runs.checkpoints`).
 
-        Call the mechanism -- and spend on the run's ledger -- inside
-        ``compute`` (each entry reaches the manifest before ``spend`` returns).
-        Its output and the ledger entries it added are written atomically to
-        ``seeds/<name>.json`` (with a digest of the file and of the run's
-        configuration) before this returns; on reopening the file is verified,
-        its entries are re-entered in the ledger at once, and here its value is
-        returned without calling ``compute`` (no fresh noise). The value is the
-        JSON round trip of the output, the same on the first run and on resume.
-        Seeds are never computed for a run that already has records (that would
-        be a second release).
+        Call the mechanism -- and spend on the run's ledger -- inside ``compute``;
+        its output and the ledger entries it added are saved atomically before
+        this returns, and a resumed run gets the saved value back without
+        calling ``compute`` (no fresh noise, no second charge).
         """
-        _check_name(name)
-        if not callable(compute):
-            raise ParameterError("compute", compute, "must be a function of no arguments")
-        self._check_open()
-        path = self.seeds_dir / f"{name}.json"
-        if path.exists():
-            saved = self._read_seeds(name)
-            if name not in self._replayed:
-                replay(self.ledger, saved.get("ledger_entries", []), name)
-                self._replayed.add(name)
-                self._write_manifest()
-            return decode(saved["value"], self._key)
-        if self._records:
-            raise RunCorruptError(f"seeds/{name}.json", "<missing>",
-                                  f"is missing while the run already has {len(self._records)} records; computing "
-                                  f"it again would make a second release. Use a new folder")
-        before = len(getattr(self.ledger, "entries", [])) if self.ledger is not None else 0
-        value = encode(compute(), self._key)
-        entries = list(getattr(self.ledger, "entries", [])[before:]) if self.ledger is not None else []
-        body = {"name": name, "created": now(), "params_digest": self.params_digest, "value": value,
-                "ledger_entries": encode(entries)}
-        text = dumps({**body, "digest": digest(body)}) + "\n"
-        _io.atomic_write_text(path, text)
-        checkpoint("seeds-written")
-        self._replayed.add(name)
-        self.manifest["seeds"][name] = {"file": f"seeds/{name}.json", "ledger_entries": len(entries)}
-        self.manifest.setdefault("checksums", {})[f"seeds/{name}.json"] = sha256(text.encode("utf-8"))
-        self._write_manifest()
-        return decode(value, self._key)
-
-    def _replay_all(self) -> None:
-        if not self.seeds_dir.is_dir():
-            return
-        listed = list((self.manifest.get("seeds") or {}).keys())
-        present = sorted(p.stem for p in self.seeds_dir.glob("*.json"))
-        for name in listed + [n for n in present if n not in listed]:
-            if name not in present:
-                raise RunCorruptError(f"seeds/{name}.json", "<missing>",
-                                      "is listed in the manifest but missing; recomputing it would re-spend")
-            saved = self._read_seeds(name)      # self-checking: its own digest and the run's params digest
-            replay(self.ledger, saved.get("ledger_entries", []), name)
-            self._replayed.add(name)
-            self.manifest.setdefault("seeds", {})[name] = {"file": f"seeds/{name}.json",
-                                                          "ledger_entries": len(saved.get("ledger_entries", []))}
-            # a seeds file written just before a crash is not in the checksums yet: add it
-            self.manifest.setdefault("checksums", {}).setdefault(
-                f"seeds/{name}.json", sha256((self.seeds_dir / f"{name}.json").read_bytes()))
-
-    def _read_seeds(self, name: str) -> dict:
-        path = self.seeds_dir / f"{name}.json"
-        try:
-            saved = json.loads(path.read_text(encoding="utf-8"))
-        except (ValueError, UnicodeDecodeError):
-            raise RunCorruptError(f"seeds/{name}.json", str(path), "is not valid JSON") from None
-        body = {k: v for k, v in saved.items() if k != "digest"} if isinstance(saved, dict) else None
-        if body is None or saved.get("digest") != digest(body):
-            raise RunCorruptError(f"seeds/{name}.json", str(path),
-                                  "does not match its own digest: the saved release or its ledger entries were edited")
-        if saved.get("params_digest") != self.params_digest:
-            raise RunMismatchError("params", f"seeds/{name}.json",
-                                   "was released under another configuration; use a new folder")
-        return saved
+        return checkpoints.privatized_seeds(self, name, compute)
 
     def __repr__(self) -> str:
         return f"Run({str(self.path)!r}, records={len(self._records)}, status={self.manifest.get('status')!r})"
