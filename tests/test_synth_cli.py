@@ -382,13 +382,13 @@ def test_plan_prints_config_spend_guarantee_and_size_without_reading_data(tmp_pa
 
 def test_plan_refuses_a_configuration_that_overspends(tmp_path, capsys, monkeypatch):
     from dpkit.methods import kps
+    from dpkit.privacy import PrivacyContract
 
     real = kps.planned_ledger
 
-    def overspending(config, n_labels):
+    def overspending(config, n_labels):  # a plan that charges the vocabulary twice
         ledger = real(config, n_labels)
-        ledger.spend(ledger.entries[0]["contract"] and __import__("dpkit.privacy", fromlist=["PrivacyContract"])
-                     .PrivacyContract.from_dict(ledger.entries[0]["contract"]), "again")
+        ledger.spend(PrivacyContract.from_dict(ledger.entries[0]["contract"]), "kps: private vocabulary, again")
         return ledger
 
     monkeypatch.setattr(kps, "planned_ledger", overspending)

@@ -13,7 +13,6 @@ stderr, a one-line summary to stdout.
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import sys
 import time

@@ -15,7 +15,7 @@ is replaced by the placeholder ``EMPTY_TEXT`` (a prompt is never empty).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
