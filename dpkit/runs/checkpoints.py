@@ -1,5 +1,8 @@
 """Privatized seeds: a DP computation's output saved once, with the ledger entries it cost.
 
+Functions of a :class:`~dpkit.runs.Run` (``run``), which calls them; this module
+sits below ``run.py`` and does not import it.
+
 ``seeds/<name>.json`` holds the output (sealed marks kept), the ledger entries
 the computation added, the run's parameter digest and a digest of the whole
 file. It is written atomically before :func:`privatized_seeds` returns, so
@@ -14,7 +17,7 @@ records: that would be a second release.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 from dpkit import io as _io
 from dpkit.runs.codec import decode, digest, dumps, encode, now, sha256
@@ -22,9 +25,6 @@ from dpkit.runs.errors import RunCorruptError, RunMismatchError
 from dpkit.runs.faults import checkpoint
 from dpkit.runs.ledger import replay
 from dpkit.validate import ParameterError
-
-if TYPE_CHECKING:
-    from dpkit.runs.run import Run
 
 
 def check_name(name: Any) -> str:
@@ -34,7 +34,7 @@ def check_name(name: Any) -> str:
     return name
 
 
-def privatized_seeds(run: "Run", name: str, compute: Callable[[], Any]) -> Any:
+def privatized_seeds(run: Any, name: str, compute: Callable[[], Any]) -> Any:
     """``compute()``'s output for ``run``, computed once (see the module docstring).
 
     The value returned is the JSON round trip of the output (arrays become
@@ -72,7 +72,7 @@ def privatized_seeds(run: "Run", name: str, compute: Callable[[], Any]) -> Any:
     return decode(value, run._key)
 
 
-def replay_all(run: "Run") -> None:
+def replay_all(run: Any) -> None:
     """Verify every seeds file of ``run`` and re-enter its ledger entries (on opening, before any write)."""
     if not run.seeds_dir.is_dir():
         return
@@ -92,7 +92,7 @@ def replay_all(run: "Run") -> None:
             f"seeds/{name}.json", sha256((run.seeds_dir / f"{name}.json").read_bytes()))
 
 
-def read_seeds(run: "Run", name: str) -> dict:
+def read_seeds(run: Any, name: str) -> dict:
     """The verified content of ``seeds/<name>.json``; RunCorruptError/RunMismatchError name the file."""
     path = run.seeds_dir / f"{name}.json"
     try:
