@@ -423,3 +423,18 @@ def test_errors_never_print_a_label_or_text_of_the_input(tmp_path, capsys, fake)
         with pytest.raises(ParameterError) as info:
             call()
         assert "SECRET" not in str(info.value)
+
+
+@pytest.mark.slow
+def test_pp_states_the_ledgers_composition(tmp_path):
+    """Private prediction on the bundled model: the release's epsilon is the ledger's zCDP total at delta."""
+    from dpkit.methods import pp
+    from dpkit.privacy import PrivacyLedger
+
+    out = tmp_path / "run"
+    assert synth(out, "--delta", "1e-6", "--rows", "60", "--limit", "12", method="pp") == 0
+    ledger = PrivacyLedger.from_dict(json.loads((out / "private" / "manifest.json").read_text())["ledger"])
+    config = json.loads((out / "release" / "config.json").read_text())
+    assert ledger.guarantee() == (config["epsilon"], config["delta"]) == (
+        pp.Config.smoke(4.0, delta=1e-6).guarantee()["epsilon"], 1e-6)
+    assert (ledger.budget_epsilon, ledger.delta) == (4.0, 1e-6)
