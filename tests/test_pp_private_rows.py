@@ -105,3 +105,36 @@ def test_released_tokens_do_not_depend_on_chunk_or_cache_size(lm):
         outputs.append(([e.token_ids for e in res.examples], [e.private for e in res.examples]))
     assert outputs[0] == outputs[1] == outputs[2]
     assert any(any(flags) for flags in outputs[0][1])   # private tokens were drawn
+
+
+@pytest.mark.slow
+def test_adding_a_prompt_moves_the_sums_by_its_own_row_only(lm):
+    """privacy-2 F3's measure: the change of the clipped-logit sum that is NOT the added row's own
+    contribution was 8.3e-7 (3,600 times the contract's grid slack); now it is float64 rounding."""
+    private, _ = _prompts(lm)
+    a, b, c_long = private[0], private[1], private[2]
+    vocab = int(_rows(lm, [a]).kept[0].logits.shape[-1])
+    pair = _rows(lm, [a, b]).statistics(2.0, None, vocab, softmax=True)
+    three = _rows(lm, [a, b, c_long]).statistics(2.0, None, vocab, softmax=True)
+    own = _rows(lm, [c_long]).statistics(2.0, None, vocab, softmax=True)
+    spill = (three.clipped_sum - pair.clipped_sum - own.clipped_sum).abs().max().item()
+    grid_slack = 2.0 ** -30 * 2.0 / 8
+    assert spill < 1e-3 * grid_slack
+    assert (three.softmax_sum - pair.softmax_sum - own.softmax_sum).abs().max().item() < 1e-15
+
+
+@pytest.mark.slow
+def test_recomputed_rows_come_chunk_by_chunk(lm, monkeypatch):
+    private, _ = _prompts(lm)
+    rows = _rows(lm, private + [p + " Again." for p in private], cache_rows=2, chunk_rows=3)
+    chunks = []
+    original = PrivateRows._recomputed
+
+    def spy(self, chunk):
+        chunks.append(len(chunk))
+        return original(self, chunk)
+
+    monkeypatch.setattr(PrivateRows, "_recomputed", spy)
+    advance(rows.step(42), 42)
+    rows.statistics(2.0, torch.arange(10), int(rows.kept[0].logits.shape[-1]), softmax=False)
+    assert len(rows.kept) == 2 and chunks == [3, 3]   # 8 distinct prompts: 2 cached, 6 recomputed 3 at a time
