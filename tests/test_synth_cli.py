@@ -438,3 +438,17 @@ def test_pp_states_the_ledgers_composition(tmp_path):
     assert ledger.guarantee() == (config["epsilon"], config["delta"]) == (
         pp.Config.smoke(4.0, delta=1e-6).guarantee()["epsilon"], 1e-6)
     assert (ledger.budget_epsilon, ledger.delta) == (4.0, 1e-6)
+
+
+def test_memory_bounds_are_recorded_but_a_resume_may_change_them(fake):
+    from dataclasses import fields
+
+    from dpkit.methods import pp
+
+    if not pp.OUTPUT_NEUTRAL:
+        pytest.skip("private prediction declares no output-neutral memory bounds")
+    key = pp.OUTPUT_NEUTRAL[0]
+    assert key in {f.name for f in fields(pp.Config)}
+    a, _ = _planned_records("pp", SAMPLE, "--smoke")
+    b, _ = _planned_records("pp", SAMPLE, "--smoke", "--set", f"{key}=3")
+    assert getattr(b.config, key) == 3 and a.params == b.params  # the same run folder accepts either

@@ -140,7 +140,9 @@ def plan(args: argparse.Namespace) -> Plan:
                 "model": args.model}
     from dpkit.methods.base import config_dict
 
-    params = dict(settings, method_config=config_dict(config), epsilon=eps, delta=delta,
+    neutral = getattr(method, "OUTPUT_NEUTRAL", ())  # recorded in config.json, but a resume may change them
+    params = dict(settings, method_config={k: v for k, v in config_dict(config).items() if k not in neutral},
+                  epsilon=eps, delta=delta,
                   input_sha256=file_digest(args.input))
     return Plan(method, records, config, settings, params, args.seed, backend, executor, planned)
 

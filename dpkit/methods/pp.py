@@ -20,10 +20,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpkit.methods.base import PrivacyStatement, Records, Release, check_inputs, config_dict
+from dpkit.privpred import pipeline as _pipeline
 from dpkit.privpred.pipeline import PrivatePredictionConfig
 from dpkit.validate import ParameterError, check_int
 
 NAME = "pp"
+#: configuration fields that bound memory and never change a release: a run may resume with other values
+OUTPUT_NEUTRAL = tuple(getattr(_pipeline, "MEMORY_FIELDS", ()))
 SMOKE_ROWS = 48  # a batch decodes all its prompts at every step: the smoke preset reads at most this many rows
 EMPTY_TEXT = "(empty)"
 STATEMENT = PrivacyStatement(
