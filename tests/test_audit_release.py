@@ -134,3 +134,23 @@ def test_disclosure_test_catches_copies_without_canaries():
 def test_disclosure_test_passes_output_independent_of_the_data(seed):
     result = disclosure_test(_data_independent, _distinct_records(), claimed_epsilon=1.0, seed=seed)
     assert result.verdict == "not refuted" and result.train_matches == result.holdout_matches == 0
+
+
+class _BagOfWords:
+    """A stand-in embedder: hashed bag of words, unit norm."""
+
+    def encode(self, texts):
+        out = np.zeros((len(texts), 64))
+        for i, text in enumerate(texts):
+            for word in text.lower().split():
+                out[i, sum(map(ord, word)) % 64] += 1.0
+        return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
+
+
+def test_embedding_scorer_takes_the_nearest_release_text():
+    from dpkit.audit.scorers import embedding_scores
+
+    scores = embedding_scores(["alpha beta gamma", "delta epsilon zeta"], ["alpha beta gamma", "other words",
+                                                                           "other words"], _BagOfWords())
+    assert scores[0] == pytest.approx(1.0) and scores[1] < 0.9
+    assert list(embedding_scores(["a b"], ["  "], _BagOfWords())) == [0.0]

@@ -77,7 +77,7 @@ def embedding_scores(canary_texts: Sequence[str], release_texts: Sequence[str], 
         from dpkit.models.embed import load_embedder
 
         embedder = load_embedder()
-    texts = [t for t in release_texts if t.strip()]
+    texts = sorted({t for t in release_texts if t.strip()})   # each distinct text once
     if not texts:
         return np.zeros(len(canary_texts))
     a = np.asarray(embedder.encode(list(canary_texts)), dtype=np.float64)
