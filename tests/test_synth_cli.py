@@ -393,7 +393,11 @@ def test_plan_refuses_a_configuration_that_overspends(tmp_path, capsys, monkeypa
 
     monkeypatch.setattr(kps, "planned_ledger", overspending)
     assert main(["synth", "kps", "--epsilon", "4", "--plan"]) == 2
-    assert "over the budget" in capsys.readouterr().err
+    assert "--epsilon=4.0 is invalid" in (err := capsys.readouterr().err) and "over the budget" in err
+    out = tmp_path / "run"
+    monkeypatch.setattr(dpkit.backends, "get_backend", lambda *a, **k: FakeBackend())
+    assert synth(out) == 2  # the run's own planning refuses it before the run folder exists
+    assert "over the budget" in capsys.readouterr().err and not out.exists()
 
 
 def test_labels_accept_a_json_list(tmp_path, fake):

@@ -81,8 +81,20 @@ def plan_release(args: argparse.Namespace):
     if args.label_column is not None and labels is None:
         raise ParameterError("--labels", None, "is needed with --plan and --label-column: the plan reads no data, "
                              "so declare the public label set (or leave out --label-column for unlabelled input)")
-    return release_plan(args.method, config, labels=labels, labelled=labels is not None,
-                        rule=rows_rule(args, method), declared_rows=getattr(args, "rows", None))
+    return _fitting(release_plan, args.method, config, labels=labels, labelled=labels is not None,
+                    rule=rows_rule(args, method), declared_rows=getattr(args, "rows", None))
+
+
+def _fitting(release_plan, *args, **kwargs):
+    """``release_plan(...)``; a plan over the budget is bad input (ParameterError naming --epsilon, exit 2)."""
+    from dpkit.privacy.ledger import BudgetExceededError
+    from dpkit.validate import ParameterError
+
+    try:
+        return release_plan(*args, **kwargs)
+    except BudgetExceededError as error:
+        raise ParameterError("--epsilon", args[1].epsilon, f"is exceeded by the configuration's planned spend, "
+                             f"refused before anything is written: {error}") from None
 
 
 def plan(args: argparse.Namespace) -> Plan:
@@ -126,8 +138,8 @@ def plan(args: argparse.Namespace) -> Plan:
     table = rule_applied(table, rule)
     names = label_set(table.labels, args.labels) if table.labels is not None else None
     records = Records.from_strings(table.texts, table.labels, names, declared=args.labels is not None)
-    planned = release_plan(args.method, config, labels=names, labelled=names is not None, rule=rule,
-                           declared_rows=getattr(args, "rows", None))
+    planned = _fitting(release_plan, args.method, config, labels=names, labelled=names is not None, rule=rule,
+                       declared_rows=getattr(args, "rows", None))
     backend = get_backend(args.backend or "local", args.model)  # pp: local only (checked above); loads lazily
     key = getattr(backend, "key_variable", None)
     if key and not os.environ.get(key):  # checked before the run folder exists, not after the run started
