@@ -44,7 +44,7 @@ def test_discrete_pair_loss_sees_disjoint_supports():
 
 
 def test_audit_rows_report_pair_loss():
-    from dpkit.audit.study import audit_row
+    from dpkit.audit.registry import audit_row
 
     row = audit_row("dpst_document", 400, epsilon=1.0)
     assert row["pair loss / claim"] >= 0.95

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from dpkit.compare import NOISE_OFF_EPSILON, Sizes, configs, pp_decoding_key, summarize, t_interval
+from dpkit.experiments.compare import NOISE_OFF_EPSILON, Sizes, configs, pp_decoding_key, summarize, t_interval
 from dpkit.validate import ParameterError
 
 

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from dpkit.dpst.chapter_ledger import ChapterLedger
+from dpkit.experiments.chapter_ledger import ChapterLedger
 from dpkit.dpst.hashing import toy_corpus
 from dpkit.dpst.privatize import DPST
 from dpkit.validate import ParameterError

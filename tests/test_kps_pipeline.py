@@ -99,7 +99,7 @@ def test_long_document_is_cut_at_the_public_character_cap():
 
 
 def test_chapter_ledger_adds_the_releases_made_on_the_same_data():
-    from dpkit.kps.experiment import record_release
+    from dpkit.experiments.kps_corpora import record_release
     from dpkit.privacy import PrivacyLedger
 
     chapter = PrivacyLedger()

@@ -6,7 +6,7 @@ import pytest
 from dpkit.privacy import Laplace, PrivacyLedger
 from dpkit.privacy.marks import PrivateTextError, Privatized, Public, release_texts
 from dpkit.kps.evaluate import coral_loss, keyphrase_documents, train_classifier, accuracy
-from dpkit.kps.experiment import MemoEmbedder, kps_corpus, only_llm_corpus, real_subset, split_client
+from dpkit.experiments.kps_corpora import MemoEmbedder, kps_corpus, only_llm_corpus, real_subset, split_client
 from dpkit.kps.pipeline import KPSConfig, fit_kps
 from dpkit.kps.prompts import class_prompt, kps_prompt
 from dpkit.validate import ParameterError

@@ -15,6 +15,7 @@ importable are listed in :func:`unavailable` with the reason, never faked.
 from __future__ import annotations
 
 import importlib
+import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
@@ -139,3 +140,19 @@ def run_audit(name: str, epsilon: float | None = None, samples: int = 100_000, s
     return audit(case.mechanism, case.d0, case.d1, samples=samples, rng=rng,
                  claimed_epsilon=case.claimed_epsilon, confidence=confidence, delta=case.delta,
                  output=case.output, statistics=case.statistics, witness=witness)
+
+
+def audit_row(name: str, samples: int, epsilon: float | None = None, seed: int = 0,
+              confidence: float = 0.95) -> dict:
+    """One audit as a flat dict (samples capped at the spec's ``max_samples``)."""
+    spec = get(name)
+    n = min(check_int("samples", samples, minimum=20), spec.max_samples)
+    start = time.perf_counter()
+    result = run_audit(name, epsilon, samples=n, seed=seed, confidence=confidence)
+    return {"mechanism": name, "family": spec.family, "broken": spec.broken, "samples": n,
+            "claimed_epsilon": result.claimed_epsilon, "lower_bound": result.lower_bound,
+            "passed": result.passed, "event": str(result.event), "numerator": result.numerator,
+            "family": result.family, "pair loss": result.witness.get("pair_loss"),
+            "pair loss / claim": (None if result.witness.get("pair_loss") is None or not result.claimed_epsilon
+                                  else result.witness["pair_loss"] / result.claimed_epsilon),
+            "seconds": time.perf_counter() - start}

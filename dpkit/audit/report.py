@@ -328,7 +328,7 @@ def audit_epsilon(contract: Mapping[str, Any]) -> float | None:
 def run_audits(ledger_data: Mapping[str, Any], samples: int = 20_000, seed: int = 0,
                confidence: float = 0.95) -> list[dict]:
     """Every correct audit of every mechanism family in the ledger, at that entry's per-release epsilon."""
-    from dpkit.audit.study import audit_row
+    from dpkit.audit.registry import audit_row
 
     rows, done = [], set()
     for entry in ledger_data.get("entries", []):

@@ -1,30 +1,17 @@
-"""Tables for the audit chapter: lower bounds as samples grow, and the bug-zoo table."""
+"""Tables for the audit chapter: lower bounds as samples grow, and the bug-zoo table.
+
+Each row is one :func:`dpkit.audit.registry.audit_row`; this module only arranges them.
+"""
 
 from __future__ import annotations
 
-import time
 from typing import Iterable, Sequence
 
 import pandas as pd
 
 from dpkit.audit import registry
-from dpkit.validate import ParameterError, check_int
-
-
-def audit_row(name: str, samples: int, epsilon: float | None = None, seed: int = 0,
-              confidence: float = 0.95) -> dict:
-    """One audit as a flat dict (samples capped at the spec's ``max_samples``)."""
-    spec = registry.get(name)
-    n = min(check_int("samples", samples, minimum=20), spec.max_samples)
-    start = time.perf_counter()
-    result = registry.run_audit(name, epsilon, samples=n, seed=seed, confidence=confidence)
-    return {"mechanism": name, "family": spec.family, "broken": spec.broken, "samples": n,
-            "claimed_epsilon": result.claimed_epsilon, "lower_bound": result.lower_bound,
-            "passed": result.passed, "event": str(result.event), "numerator": result.numerator,
-            "family": result.family, "pair loss": result.witness.get("pair_loss"),
-            "pair loss / claim": (None if result.witness.get("pair_loss") is None or not result.claimed_epsilon
-                                  else result.witness["pair_loss"] / result.claimed_epsilon),
-            "seconds": time.perf_counter() - start}
+from dpkit.audit.registry import audit_row
+from dpkit.validate import ParameterError
 
 
 def samples_curve(names: Iterable[str], grid: Sequence[int], epsilon: float | None = None, seed: int = 0,

@@ -1,0 +1,15 @@
+"""Experiments: the code that runs the methods to measure them, outside any release.
+
+Nothing here is a mechanism. These modules read private training texts to build
+releases through :data:`dpkit.methods.METHODS` (or the mechanism modules a chapter
+derives), score them against real test texts, and arrange the numbers the
+chapters plot. What they report is evaluation, never part of a release.
+
+Modules: :mod:`~dpkit.experiments.compare` (the three methods at equal epsilon,
+intervals over seeds), :mod:`~dpkit.experiments.results` (``dpkit experiment
+compare``: the comparison at a size preset, one provenance-stamped JSON per cell,
+resumable), :mod:`~dpkit.experiments.kps_corpora` (the DP-KPS chapter's corpora
+and baselines), :mod:`~dpkit.experiments.chapter_ledger` (one ledger over a
+chapter's repeated DP-ST releases), :mod:`~dpkit.experiments.audit_study` (the
+audit chapter's tables).
+"""
