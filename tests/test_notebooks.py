@@ -2,8 +2,9 @@
 
 The contract: stored without outputs; the first code cell is tagged ``parameters`` and
 defines ``seed``, ``smoke`` and ``results_path``; run with ``smoke=True`` it finishes and
-writes a JSON object of its key numbers to ``results_path``, and its outputs carry no
-noise a reader would see on the page (machine paths, Python warnings, progress bars).
+writes a JSON object of its key numbers to ``results_path``, its outputs carry no
+noise a reader would see on the page (machine paths, Python warnings, progress bars), and
+every figure it shows is in its outputs as an image.
 """
 
 from __future__ import annotations
@@ -88,8 +89,13 @@ def test_executes_in_smoke_setting(path, tmp_path):
         cwd=str(path.parent), kernel_name="python3", progress_bar=False,
         execution_timeout=300,
     )
-    noise = find_noise(notebook_output_text(_load(tmp_path / path.name)))
+    executed = _load(tmp_path / path.name)
+    noise = find_noise(notebook_output_text(executed))
     assert not noise, f"{path.name}: outputs a reader would see carry noise: {noise}"
+    # every plt.show() reaches the output as an image, though this process exports MPLBACKEND=Agg
+    shown = sum("plt.show()" in c.source for c in _load(path).cells if c.cell_type == "code")
+    images = sum("image/png" in o.get("data", {}) for c in executed.cells if c.cell_type == "code" for o in c.outputs)
+    assert images >= shown, f"{path.name}: {shown} cells show a figure, {images} images in the executed notebook"
     assert results.exists(), f"{path.name} did not write results_path"
     data = json.loads(results.read_text())
     assert isinstance(data, dict) and data, f"{path.name} wrote empty results"
