@@ -27,6 +27,8 @@ import pytest
 from dpkit.runs import RunCorruptError, verify_folder
 
 SAMPLE = "data/own_data_sample.csv"
+# each test runs the CLI two or three times (pp decodes on the local model): room for a busy machine
+pytestmark = pytest.mark.timeout(1800)
 ROOT = Path(__file__).resolve().parents[1]
 
 # kps and dpst: the real CLI, with a deterministic fake text generator in place of the LLM
