@@ -48,7 +48,7 @@ def _registrars():
 
 
 SUBCOMMAND_MODULES: list[str] = ["dpkit.privacy.cli", "dpkit.backends.cli", "dpkit.audit.cli", "dpkit.data.cli",
-                                   "dpkit.methods.cli", "dpkit.evaluation"]
+                                   "dpkit.methods.cli", "dpkit.evaluation", "dpkit.experiments.results"]
 
 
 def main(argv: list[str] | None = None) -> int:

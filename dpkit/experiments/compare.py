@@ -90,7 +90,7 @@ def configs(epsilon: float, sizes: Sizes, *, document_type: str, vocabulary: str
     return out
 
 
-def _per_class_subset(labels: Sequence[int], per_class: int, rng: np.random.Generator) -> list[int]:
+def per_class_subset(labels: Sequence[int], per_class: int, rng: np.random.Generator) -> list[int]:
     labels = np.asarray(labels)
     chosen = []
     for label in np.unique(labels):
@@ -169,7 +169,7 @@ def run_grid(data, epsilons: Sequence[float], seeds: Sequence[int], sizes: Sizes
 
     for seed in seeds:
         rng = generator(root_sequence(seed), 9)  # the real-data subset: its own node of the seed
-        subset = _per_class_subset(train_labels, sizes.per_class, rng)
+        subset = per_class_subset(train_labels, sizes.per_class, rng)
         real = score([train_texts[i] for i in subset], [names[train_labels[i]] for i in subset], seed)
         add("real, same size", math.inf, seed, real, 0.0)
         add("majority class", math.inf, seed, {**real, "balanced_accuracy": {"estimate": real["majority_baseline"]},

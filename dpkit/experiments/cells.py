@@ -1,0 +1,112 @@
+"""One cell of ``dpkit experiment compare`` on this machine: a release through the method's own
+``synthesize``, scored by the project's classifier.
+
+The release is made exactly as ``dpkit synth`` makes it
+(:data:`dpkit.methods.METHODS`): DP-KPS and private prediction read every
+training record of the split; DP-ST, a local method, privatizes only the records
+it releases (``per_class`` per label, drawn from the seed's own node, as in
+:func:`dpkit.experiments.compare.run_grid`). Only the release's wall time is the
+``wall_s`` of a cell; loading the data and the models is not.
+
+The scores read real test texts and, for the ``real`` cell, real training texts:
+evaluation, never part of a release.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from dpkit.experiments.compare import configs, per_class_subset
+from dpkit.seeds import generator, root_sequence
+
+DOCUMENT_TYPES = {"rotten_tomatoes": "one-sentence movie review", "health_tweets": "health news tweet"}
+
+
+class LocalCells:
+    """Runs cells of one preset with the local model; loads each data set and the models once."""
+
+    def __init__(self, preset, backend_name: str = "local"):
+        self.preset = preset
+        self.backend_name = backend_name
+        self._backend = None
+        self._embedder = None
+        self._data: dict[str, tuple] = {}
+
+    def _models(self):
+        if self._backend is None:
+            from dpkit import runtime
+            from dpkit.backends import get_backend
+            from dpkit.experiments.kps_corpora import MemoEmbedder
+            from dpkit.models.embed import load_embedder
+
+            runtime.setup()
+            self._backend = get_backend(self.backend_name)
+            self._embedder = MemoEmbedder(load_embedder())
+        return self._backend, self._embedder
+
+    def _dataset(self, name: str):
+        if name not in self._data:
+            from dpkit.data import load_dataset
+            from dpkit.methods import Records
+
+            preset = self.preset
+            data = load_dataset(name, max_per_class=preset.max_per_class, seed=0,
+                                test_fraction=preset.test_fraction,
+                                **({"n_classes": 2} if name == "health_tweets" else {}))
+            names = tuple(data.label_names)
+            train_labels = [int(y) for y in data.train_labels]
+            records = Records(tuple(data.train_texts), tuple(train_labels), names)
+            test_texts, test_labels = list(data.test_texts), [names[int(y)] for y in data.test_labels]
+            x_test = np.asarray(self._models()[1].encode(test_texts), dtype=np.float64)
+            self._data[name] = (records, test_texts, test_labels, x_test)
+        return self._data[name]
+
+    def runtime(self) -> dict:
+        from dpkit.experiments.results import package_version
+
+        backend = self._models()[0]
+        # DP-KPS and DP-ST generate through the backend's runtime; private prediction decodes
+        # through the backend's LocalLM (dpkit.privpred.resolve_local_lm), which is PyTorch
+        return {"generation": getattr(backend, "runtime", None), "private_prediction": "torch",
+                "torch": package_version("torch"), "llama_cpp": package_version("llama_cpp_python")}
+
+    def model(self) -> str:
+        from dpkit.models.lm import BUNDLED_LM
+
+        return getattr(self._models()[0], "model_request", None) or BUNDLED_LM
+
+    def __call__(self, dataset: str, method: str, epsilon: float, seed: int) -> dict:
+        from dpkit.evaluation import evaluate
+        from dpkit.methods import METHODS, Records
+
+        backend, embedder = self._models()
+        records, test_texts, test_labels, x_test = self._dataset(dataset)
+        names = records.label_set
+        subset = per_class_subset(records.labels, self.preset.sizes.per_class, generator(root_sequence(seed), 9))
+        release_info, wall = {}, 0.0
+        if method == "real":
+            texts = [records.texts[i] for i in subset]
+            labels = [names[records.labels[i]] for i in subset]
+        else:
+            cfg = configs(epsilon, self.preset.sizes, document_type=DOCUMENT_TYPES.get(dataset, "short text"),
+                          smoke=self.preset.smoke)[method]
+            source = records if method != "dpst" else Records(tuple(records.texts[i] for i in subset),
+                                                              tuple(records.labels[i] for i in subset), names)
+            start = time.perf_counter()
+            release = METHODS[method].synthesize(source, cfg, None, backend, root_sequence(seed))
+            wall = time.perf_counter() - start
+            texts, labels = release.texts(), release.labels()
+            release_info = {"epsilon": release.epsilon, "delta": release.delta, "n_texts": len(texts),
+                            "config_epsilon": cfg.epsilon, "noise_off": math.isinf(epsilon)}
+        kept = [(t, y) for t, y in zip(texts, labels) if t.strip()]
+        result = evaluate([t for t, _ in kept] or ["(nothing)"], [y for _, y in kept] or [names[0]], test_texts,
+                          test_labels, embedder=embedder, test_features=x_test,
+                          n_bootstrap=self.preset.n_bootstrap, seed=seed)
+        metrics = {k: result[k] for k in ("balanced_accuracy", "macro_f1", "accuracy")}
+        metrics.update({"majority_baseline": result["majority_baseline"], "n_train": result["n_train"],
+                        "n_test": len(test_texts), "n_private_records": len(records.texts)})
+        return {"metrics": metrics, "release": release_info, "wall_s": wall, "runtime": self.runtime(),
+                "model": self.model()}
