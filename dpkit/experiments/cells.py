@@ -25,6 +25,15 @@ from dpkit.seeds import generator, root_sequence
 DOCUMENT_TYPES = {"rotten_tomatoes": "one-sentence movie review", "health_tweets": "health news tweet"}
 
 
+def package_version(name: str) -> str | None:
+    from importlib import metadata
+
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
 class LocalCells:
     """Runs cells of one preset with the local model; loads each data set and the models once."""
 
@@ -65,8 +74,6 @@ class LocalCells:
         return self._data[name]
 
     def runtime(self) -> dict:
-        from dpkit.experiments.results import package_version
-
         backend = self._models()[0]
         # DP-KPS and DP-ST generate through the backend's runtime; private prediction decodes
         # through the backend's LocalLM (dpkit.privpred.resolve_local_lm), which is PyTorch

@@ -35,7 +35,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
-from dpkit.experiments.compare import METHOD_NAMES, Sizes, configs
+from dpkit.experiments.cells import package_version
+from dpkit.experiments.compare import METHOD_NAMES, Sizes
 from dpkit.validate import ParameterError
 
 REAL = "real"  # the real-data reference cell: real training texts of the same size (epsilon inf)
@@ -152,15 +153,6 @@ def git_commit() -> str | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return commit + ("+dirty" if dirty else "")
-
-
-def package_version(name: str) -> str | None:
-    from importlib import metadata
-
-    try:
-        return metadata.version(name)
-    except metadata.PackageNotFoundError:
-        return None
 
 
 @dataclass
