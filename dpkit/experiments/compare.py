@@ -101,7 +101,14 @@ def per_class_subset(labels: Sequence[int], per_class: int, rng: np.random.Gener
 
 def _pp_release(records: Records, config, seed_sequence) -> tuple[list[str], list[str], float]:
     """Private prediction as :func:`dpkit.methods.pp.synthesize` runs it, keeping the run's
-    private-token fraction (an evaluation statistic, never part of a release)."""
+    private-token fraction (an evaluation statistic, never part of a release).
+
+    The chapter keeps this path rather than calling ``synthesize``: ``synthesize``
+    returns no private-token fraction, and :func:`run_grid` decodes once for every
+    epsilon whose cap does not bind (:func:`pp_decoding_key`), which keeps the
+    chapter's runtime. ``dpkit experiment compare`` (:mod:`dpkit.experiments.cells`)
+    calls ``synthesize`` itself, one release per cell.
+    """
     from dpkit.privpred import generate_synthetic, resolve_local_lm
 
     records = records.capped(config.max_chars)

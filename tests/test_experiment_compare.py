@@ -1,0 +1,142 @@
+"""``dpkit experiment compare``: provenance in every cell's JSON, resume without redoing cells,
+one writer per folder, and a bad preset refused in one line (exit 2).
+
+The cells run through a fake runner (no model, no data): the sweep's bookkeeping
+is what is tested; the real runner is exercised by ``--preset smoke``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from dpkit.cli import main
+from dpkit.experiments import results
+from dpkit.experiments.compare import Sizes
+from dpkit.experiments.results import PROVENANCE_KEYS, Preset, Sweep, cell_path, verifies
+from dpkit.runs import RunInUseError
+
+TINY = Preset("tiny", ("toy",), (1.0, math.inf), (0, 1), Sizes(per_class=2), max_per_class=4, test_fraction=0.5,
+              methods=("kps", "pp"))
+
+
+class FakeCells:
+    """Counts the cells it runs; fails on request after ``crash_after`` cells (a crash mid-sweep)."""
+
+    def __init__(self, crash_after: int | None = None):
+        self.calls: list[tuple] = []
+        self.crash_after = crash_after
+
+    def __call__(self, dataset, method, epsilon, seed):
+        if self.crash_after is not None and len(self.calls) >= self.crash_after:
+            raise KeyboardInterrupt("simulated crash")
+        self.calls.append((dataset, method, epsilon, seed))
+        score = 0.5 + 0.01 * len(self.calls)
+        return {"metrics": {"balanced_accuracy": {"estimate": score, "low": score - 0.1, "high": score + 0.1},
+                            "n_train": 4},
+                "release": {"epsilon": epsilon, "delta": 0.0, "n_texts": 4}, "wall_s": 0.25,
+                "runtime": {"generation": "fake", "torch": None}, "model": "fake-lm"}
+
+
+def test_every_cell_is_one_json_with_its_provenance(tmp_path):
+    fake = FakeCells()
+    Sweep(TINY, tmp_path, fake, progress=lambda line: None).run()
+    cells = list(TINY.cells())
+    assert len(cells) == 2 * (1 + 2 * 2) and len(fake.calls) == len(cells)
+    assert sorted(p.name for p in tmp_path.glob("*.json")) == sorted(cell_path(tmp_path, *c).name for c in cells)
+    body = json.loads(cell_path(tmp_path, "toy", "pp", math.inf, 1).read_text())
+    assert body["cell"] == {"dataset": "toy", "method": "pp", "epsilon": "inf", "seed": 1}
+    assert set(PROVENANCE_KEYS) <= set(body["provenance"])
+    prov = body["provenance"]
+    assert prov["machine"]["cpu_count"] >= 1 and prov["machine"]["platform"]
+    assert prov["model"] == "fake-lm" and prov["runtime"]["generation"] == "fake"
+    assert prov["git_commit"] is None or len(prov["git_commit"].split("+")[0]) == 40
+    assert body["wall_s"]["release"] == 0.25 and body["sizes"]["sizes"]["per_class"] == 2
+    assert body["preset"] == "tiny" and verifies(cell_path(tmp_path, "toy", "pp", math.inf, 1), TINY,
+                                                 "toy", "pp", math.inf, 1)
+
+
+def test_a_crashed_sweep_resumes_without_redoing_finished_cells(tmp_path):
+    first = FakeCells(crash_after=3)
+    with pytest.raises(KeyboardInterrupt):
+        Sweep(TINY, tmp_path, first, progress=lambda line: None).run()
+    assert len(list(tmp_path.glob("*.json"))) == 3
+    second = FakeCells()
+    sweep = Sweep(TINY, tmp_path, second, progress=lambda line: None).run()
+    total = len(list(TINY.cells()))
+    assert len(second.calls) == total - 3 and len(sweep.skipped) == 3
+    assert not set(first.calls) & set(second.calls)
+    third = FakeCells()
+    Sweep(TINY, tmp_path, third, progress=lambda line: None).run()
+    assert third.calls == []
+
+
+def test_a_cell_whose_json_does_not_verify_is_run_again(tmp_path):
+    Sweep(TINY, tmp_path, FakeCells(), progress=lambda line: None).run()
+    edited = cell_path(tmp_path, "toy", "kps", 1.0, 0)
+    body = json.loads(edited.read_text())
+    body["metrics"]["balanced_accuracy"]["estimate"] = 0.99  # changed by hand: the digest no longer matches
+    edited.write_text(json.dumps(body))
+    cell_path(tmp_path, "toy", "pp", 1.0, 1).write_text("{ truncated")
+    again = FakeCells()
+    Sweep(TINY, tmp_path, again, progress=lambda line: None).run()
+    assert sorted(again.calls) == sorted([("toy", "kps", 1.0, 0), ("toy", "pp", 1.0, 1)])
+
+
+def test_a_second_writer_of_the_same_folder_is_refused(tmp_path, monkeypatch, capsys):
+    """Another process holds the folder: the sweep is refused before any cell runs (CLI: exit 2, one line)."""
+    import subprocess
+    import sys
+
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from pathlib import Path; from dpkit.runs import lock; "
+         f"lock.acquire(Path({str(tmp_path)!r}), object()); print('held', flush=True); sys.stdin.read()"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        fake = FakeCells()
+        with pytest.raises(RunInUseError, match="in use"):
+            Sweep(TINY, tmp_path, fake, progress=lambda line: None).run()
+        monkeypatch.setitem(results.PRESETS, "tiny", TINY)
+        import dpkit.experiments.cells as cells
+
+        monkeypatch.setattr(cells, "LocalCells", lambda preset: fake)
+        assert main(["experiment", "compare", "--preset", "tiny", "--out", str(tmp_path)]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "in use" in err[0]
+        assert fake.calls == [] and not list(tmp_path.glob("*.json"))
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=30)
+    Sweep(TINY, tmp_path, FakeCells(), progress=lambda line: None).run()  # the holder is gone: the folder is free
+    assert len(list(tmp_path.glob("*.json"))) == len(list(TINY.cells()))
+
+
+def test_a_bad_preset_exits_2_with_one_line_and_writes_nothing(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(["experiment", "compare", "--preset", "huge", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--preset" in err[0] and "huge" in err[0] and "smoke" in err[0]
+    assert not out.exists()
+
+
+def test_the_command_writes_through_the_local_runner(tmp_path, monkeypatch, capsys):
+    fake = FakeCells()
+    monkeypatch.setitem(results.PRESETS, "tiny", TINY)
+    import dpkit.experiments.cells as cells
+
+    monkeypatch.setattr(cells, "LocalCells", lambda preset: fake)
+    assert main(["experiment", "compare", "--preset", "tiny", "--out", str(tmp_path)]) == 0
+    assert len(fake.calls) == len(list(TINY.cells())) and "cells written" in capsys.readouterr().out
+    assert len(results.cells_done(tmp_path, TINY)) == len(fake.calls)
+
+
+def test_the_full_preset_has_the_issues_sizes():
+    full = results.PRESETS["full"]
+    assert len(full.datasets) == 2 and len(full.seeds) == 3 and {1.0, 4.0, math.inf} <= set(full.epsilons)
+    assert full.sizes.per_class >= 50 and full.sizes.max_new_tokens >= 48
+    test_per_label = full.max_per_class * full.test_fraction
+    assert round(test_per_label) >= 200 and full.max_per_class - round(test_per_label) >= 1000
+    assert "ESTIMATE" in full.estimate
