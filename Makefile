@@ -15,7 +15,7 @@ export HF_DATASETS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: setup browser book test smoke benchmarks clean-book clean
+.PHONY: setup browser book test smoke benchmarks results clean-book clean
 
 setup: $(STAMP)
 
@@ -56,6 +56,12 @@ test: $(STAMP) browser
 
 smoke: $(STAMP)
 	$(VENV)/bin/python -m pytest tests/test_notebooks.py
+
+# The method comparison at the issue's realistic sizes, outside the book build: one JSON per
+# (data set, method, epsilon, seed) in results/compare/, resumable (rerun after a crash).
+# ESTIMATED 8-12 hours on a 2-core CPU (not measured); see `dpkit experiment compare --help`.
+results: $(STAMP)
+	nice -n 10 $(PY) -m dpkit experiment compare --preset full --out results/compare
 
 benchmarks: $(STAMP)
 	@for b in benchmarks/*.py; do echo "==> $$b"; $(PY) $$b || exit 1; done
