@@ -7,10 +7,11 @@ repetition so that both see the same machine load:
 * generation, batch 1 and batch 8: ``--tokens`` greedy tokens per row (end tokens
   suppressed, so both do the same work), prefill included; the ratio llama.cpp /
   PyTorch per repetition, then the median;
-* private decoding at s in ``--sizes``: ``--tokens`` steps of s private rows plus
+* private decoding at s in ``--sizes``: ``--pp-tokens`` steps of s private rows plus
   the public row with dpkit's exact private sampler choosing every token (SVT
-  off: every token private). PyTorch: ``dpkit.privpred.decode_batch`` (grouped
-  cached steps). llama.cpp: two :class:`dpkit.models.llamacpp_rows.LlamaCppGroup`
+  off: every token private). PyTorch: ``dpkit.privpred.decode_batch`` (cached
+  steps, every private row cached: its fastest setting). llama.cpp: two
+  :class:`dpkit.models.llamacpp_rows.LlamaCppGroup`
   with the same sampler. Also llama.cpp's plain generation of the same s + 1
   prompts, and the ratio of step times private / plain (target <= 1.3);
 * ``--load-test``: a llama.cpp batch-1 generation and a private step at s = 8 with
@@ -100,10 +101,15 @@ SETTINGS = dict(clip=10.0, temperature=2.0)
 
 
 def torch_private(lm, private: list[str], public: str, tokens: int) -> float:
+    import dataclasses
+
     from dpkit.privpred import DecodeSettings, decode_batch
 
+    extra = {}
+    if "private_cache_rows" in {f.name for f in dataclasses.fields(DecodeSettings)}:
+        extra["private_cache_rows"] = max(16, len(private))    # every row cached: PyTorch's fastest setting
     st = DecodeSettings(expected_batch_size=len(private), max_private_tokens=tokens, max_new_tokens=tokens,
-                        max_steps=tokens, **SETTINGS)
+                        max_steps=tokens, **SETTINGS, **extra)
     start = time.perf_counter()
     res = decode_batch(lm, private, public, st, np.random.default_rng(0))
     elapsed = time.perf_counter() - start

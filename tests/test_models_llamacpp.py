@@ -26,19 +26,39 @@ PROMPTS = ["Name a colour.", "Write one sentence about rain.", "Say hello to a f
 
 
 # ----------------------------------------------------------------- thread policy (no model)
-def test_one_thread_when_the_machine_is_busy(monkeypatch):
-    # Finding (runtimes.md): with two threads on two busy cores a llama.cpp step took 3,050 ms, with one 80-134 ms.
+def test_thread_policy(monkeypatch):
+    """All cores while OpenMP workers sleep; one thread on a busy machine when they spin."""
+    # Finding (runtimes.md, and benchmarks/runtime_llamacpp.py here): with OpenMP workers spinning, two threads
+    # on two busy cores stalled (3,050 ms / 7 s per step against about 0.1 / 0.7 s); with sleeping workers
+    # (OMP_WAIT_POLICY=PASSIVE, which the module sets) they did not, and two threads won under equal-priority load.
     monkeypatch.delenv("DPKIT_THREADS", raising=False)
+    monkeypatch.setenv("OMP_WAIT_POLICY", "PASSIVE")
+    assert choose_threads(load=0.2, cores=2) == 2
+    assert choose_threads(load=11.0, cores=2) == 2
+    assert choose_threads(load=0.0, cores=64) == 8
+    assert choose_threads(load=0.0, cores=1) == 1
+    monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
     assert choose_threads(load=0.2, cores=2) == 2
     assert choose_threads(load=2.0, cores=2) == 1
     assert choose_threads(load=11.0, cores=2) == 1
-    assert choose_threads(load=0.0, cores=1) == 1
-    assert choose_threads(load=0.0, cores=64) == 8
     monkeypatch.setenv("DPKIT_THREADS", "3")
     assert choose_threads(load=11.0, cores=2) == 3
     monkeypatch.setenv("DPKIT_THREADS", "zero")
     with pytest.raises(ParameterError, match="DPKIT_THREADS"):
         choose_threads()
+
+
+@needs_llama
+def test_loading_llama_cpp_makes_openmp_workers_sleep():
+    import os
+    import subprocess
+    import sys
+
+    code = ("import os; import dpkit.models.llamacpp as m; m._import_llama_cpp(); "
+            "print(os.environ['OMP_WAIT_POLICY'], m.choose_threads(load=50.0, cores=2))")
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "DPKIT_THREADS")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env).stdout
+    assert out.split() == ["PASSIVE", "2"]
 
 
 def test_sampler_is_greedy_at_zero_and_seeded_otherwise():

@@ -23,12 +23,16 @@ Guarantees:
   positions and KV stream (no padding), so a prompt decodes the same way alone
   or in a batch (tested).
 
-Threads (:func:`choose_threads`): ``DPKIT_THREADS`` when set; otherwise one
-thread when the machine is already busy (1-minute load average at least the
-number of cores), else all cores (at most 8). On a shared machine a second thread
-makes llama.cpp's barriers wait for a descheduled peer, and a step can take ten
-times longer; one thread does not stall. OpenMP threads sleep between steps
-(``OMP_WAIT_POLICY=PASSIVE`` unless set), so idle workers do not spin.
+Threads (:func:`choose_threads`): ``DPKIT_THREADS`` when set; otherwise all cores
+(at most 8), and OpenMP's workers sleep between steps (``OMP_WAIT_POLICY=PASSIVE``,
+set before llama.cpp loads unless the variable is already set). Measured on two
+cores with other work running (``benchmarks/runtime_llamacpp.py``): with spinning
+workers (``ACTIVE``) two threads stalled at barriers -- 1 token/s and 7 s per
+private step, against 19-25 tokens/s and 0.6-0.7 s with sleeping ones; with sleeping
+workers two threads beat one by 2.8x when four busy processes of equal priority
+competed, and lost by 0.75x when the other work ran at a lower priority. Where
+workers spin anyway (the variable set otherwise), a busy machine (load average
+at least the number of cores) gets one thread.
 """
 
 from __future__ import annotations
@@ -66,21 +70,26 @@ def _cores() -> int:
 def choose_threads(load: float | None = None, cores: int | None = None) -> int:
     """Decoding threads for llama.cpp under the current machine load (see the module docstring).
 
-    ``DPKIT_THREADS`` overrides; ``load`` (default: the 1-minute load average) and
-    ``cores`` (default: the cores this process may use) are arguments for tests.
+    ``DPKIT_THREADS`` overrides. Otherwise all cores (at most 8) while OpenMP's idle
+    workers sleep (``OMP_WAIT_POLICY=PASSIVE``, set by this module), and one thread
+    when they spin and the machine is busy (1-minute load average at least the number
+    of cores). ``load`` and ``cores`` (default: measured) are arguments for tests.
     """
     forced = os.environ.get("DPKIT_THREADS")
     if forced:
         return check_int("DPKIT_THREADS", int(forced) if forced.strip().isdigit() else forced, minimum=1)
     cores = _cores() if cores is None else int(cores)
-    if load is None:
-        try:
-            load = os.getloadavg()[0]
-        except OSError:  # pragma: no cover - no load average on this platform
-            load = 0.0
-    if cores <= 1 or load >= cores:
+    if cores <= 1:
         return 1
-    return max(1, min(8, cores))
+    if os.environ.get("OMP_WAIT_POLICY", "").upper() != "PASSIVE":
+        if load is None:
+            try:
+                load = os.getloadavg()[0]
+            except OSError:  # pragma: no cover - no load average on this platform
+                load = 0.0
+        if load >= cores:
+            return 1
+    return min(8, cores)
 
 
 def _import_llama_cpp():
