@@ -75,19 +75,20 @@ class Preset:
 PRESETS: dict[str, Preset] = {
     "smoke": Preset("smoke", ("rotten_tomatoes",), (4.0,), (0,), Sizes.smoke(), max_per_class=12,
                     test_fraction=0.5, n_bootstrap=50, smoke=True,
-                    estimate="a few minutes (one data set, one epsilon, one seed, tiny sizes)"),
+                    estimate="about a minute (one data set, one epsilon, one seed, tiny sizes; 29 s measured on 2 busy cores)"),
     "book": Preset("book", ("rotten_tomatoes", "health_tweets"), (1.0, 4.0, 16.0, math.inf), (0, 1, 2),
                    Sizes(per_class=8, max_new_tokens=16), max_per_class=100, test_fraction=0.5,
-                   estimate="ESTIMATE, not measured: about an hour; the comparison chapter's sizes, but private prediction is decoded "
-                            "once per epsilon (the chapter reuses one decoding where the token cap does not bind)"),
+                   estimate="ESTIMATE, not measured: longer than the comparison chapter at the same sizes, since "
+                            "private prediction is decoded once per epsilon here (the chapter reuses one decoding "
+                            "wherever the token cap does not bind)"),
     # The realistic sizes: 1,000 private training records and 200 test texts per label (where the data
     # set has them), 50 synthetic texts of 48 tokens per label, epsilon 1, 4 and infinity, 3 seeds, 2 data sets.
     "full": Preset("full", ("rotten_tomatoes", "health_tweets"), (1.0, 4.0, math.inf), (0, 1, 2),
                    Sizes(per_class=50, max_new_tokens=48), max_per_class=1200, test_fraction=200 / 1200,
-                   estimate="ESTIMATE, not measured: 8 to 12 hours on the 2-core CPU with the PyTorch runtime "
-                            "(private prediction: 100 batches of about 20 prompts x 48 steps at about 0.3 s a step, "
-                            "about 25 minutes per release, 18 releases; DP-KPS: 100 texts of 48 tokens, about "
-                            "7 minutes per release), roughly a third of that with llama.cpp serving the decoding"),
+                   estimate="ESTIMATE, not measured: 8 to 12 hours on the 2-core CPU. Private prediction dominates: "
+                            "it decodes with PyTorch, 100 batches of about 20 prompts x 48 steps at about 0.3 s a "
+                            "step, about 25 minutes per release, 18 releases; DP-KPS generates its 100 texts with the "
+                            "backend's runtime (llama.cpp where installed), a few minutes per release"),
 }
 
 
