@@ -134,6 +134,25 @@ def package_versions() -> dict[str, str | None]:
     return versions
 
 
+def differences(old: Mapping[str, Any], new: Mapping[str, Any], prefix: str = "") -> list[str]:
+    """``key: old -> new`` for every key whose value differs (nested mappings by dotted key).
+
+    The input file's digest (``input_sha256``) is named, never printed.
+    """
+    out = []
+    for key in sorted(set(old) | set(new)):
+        before, after = old.get(key, "<absent>"), new.get(key, "<absent>")
+        if before == after:
+            continue
+        if isinstance(before, Mapping) and isinstance(after, Mapping):
+            out += differences(before, after, f"{prefix}{key}.")
+        elif key == "input_sha256":
+            out.append("the input file's content (its SHA-256 differs)")
+        else:
+            out.append(f"{prefix}{key}: {before!r} -> {after!r}")
+    return out
+
+
 def now() -> str:
     """The current UTC time, to the second (ISO 8601)."""
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")

@@ -18,6 +18,7 @@ import json
 import os
 from pathlib import Path
 
+from dpkit.runs.codec import differences
 from dpkit.validate import ParameterError
 
 NEW, RESUME, DONE = "new", "resume", "done"
@@ -27,21 +28,6 @@ def paths(out: str | os.PathLike) -> tuple[Path, Path, Path]:
     """``(DIR, DIR/release, DIR/private)``."""
     root = Path(out)
     return root, root / "release", root / "private"
-
-
-def _differences(old: dict, new: dict, prefix: str = "") -> list[str]:
-    out = []
-    for key in sorted(set(old) | set(new)):
-        before, after = old.get(key, "<absent>"), new.get(key, "<absent>")
-        if before == after:
-            continue
-        if isinstance(before, dict) and isinstance(after, dict):
-            out += _differences(before, after, f"{prefix}{key}.")
-        elif key == "input_sha256":
-            out.append("the input file's content (its SHA-256 differs)")
-        else:
-            out.append(f"{prefix}{key}: {before!r} -> {after!r}")
-    return out
 
 
 def _only_a_new_runs_first_files(root: Path) -> bool:
@@ -77,7 +63,7 @@ def folder_state(out: str | os.PathLike, params: dict, seed: int | None) -> str:
         raise ParameterError("--out", str(root), "holds an unreadable private/manifest.json; "
                              "use a new folder") from None
     new = json.loads(json.dumps(params, sort_keys=True))
-    changes = _differences(manifest.get("params", {}), new)
+    changes = differences(manifest.get("params", {}), new)
     if manifest.get("seed") != seed:
         changes.append("--seed differs from the run's" if manifest.get("seed") is not None and seed is not None
                        else f"the randomness mode (this run was made {'with' if manifest.get('seed') is not None else 'without'} --seed)")

@@ -14,7 +14,7 @@ from dpkit import io as _io
 from dpkit.runs import checkpoints, integrity, lock
 from dpkit.runs.checkpoints import check_name
 from dpkit.runs.faults import checkpoint
-from dpkit.runs.codec import decode, digest, dumps, encode, now, package_versions, sha256
+from dpkit.runs.codec import decode, differences, digest, dumps, encode, now, package_versions, sha256
 from dpkit.runs.errors import RunCorruptError, RunInUseError, RunMismatchError
 from dpkit.runs.ledger import merged
 from dpkit.runs.progress_bars import progress
@@ -48,11 +48,6 @@ def _items(items: Mapping | Iterable) -> list[tuple[str, Any]]:
         duplicate = next(k for k in keys if keys.count(k) > 1)
         raise ParameterError("items", duplicate, "keys must be unique")
     return out
-
-
-def _differences(old: Mapping[str, Any], new: Mapping[str, Any], prefix: str = "") -> list[str]:
-    return [f"{prefix}{k}: {old.get(k, '<absent>')!r} -> {new.get(k, '<absent>')!r}"
-            for k in sorted(set(old) | set(new)) if old.get(k, "<absent>") != new.get(k, "<absent>")]
 
 
 class Run:
@@ -216,7 +211,7 @@ class Run:
         old_params = manifest.get("params", {})
         if not isinstance(old_params, Mapping):
             raise RunCorruptError(integrity.MANIFEST, "params", "must be a mapping")
-        changes = _differences(old_params, self.params)
+        changes = differences(old_params, self.params)
         if manifest.get("seed") != self.seed:
             changes.append(f"seed: {manifest.get('seed')!r} -> {self.seed!r}")
         if not changes and manifest.get("params_digest") != self.params_digest:
@@ -298,7 +293,7 @@ class Run:
                                                                   hashlib.sha256).hexdigest()
         stored = bindings.get(name)
         if stored is not None:
-            changes = _differences(stored.get("config", {}), encoded, f"{name}.")
+            changes = differences(stored.get("config", {}), encoded, f"{name}.")
             if not changes and stored.get("digest") != digest(encoded):
                 changes.append(f"{name}: the stored configuration was edited")
             if stored.get("input") != sealed_input:
