@@ -59,7 +59,8 @@ smoke: $(STAMP)
 
 # The method comparison at the issue's realistic sizes, outside the book build: one JSON per
 # (data set, method, epsilon, seed) in results/compare/, resumable (rerun after a crash).
-# ESTIMATED 8-12 hours on a 2-core CPU (not measured); see `dpkit experiment compare --help`.
+# ESTIMATED about 100 hours on a 2-core CPU (extrapolated from one measured private-prediction
+# batch, not a run; private prediction dominates); see `dpkit experiment compare --help`.
 results: $(STAMP)
 	nice -n 10 $(PY) -m dpkit experiment compare --preset full --out results/compare
 

@@ -85,10 +85,13 @@ PRESETS: dict[str, Preset] = {
     # set has them), 50 synthetic texts of 48 tokens per label, epsilon 1, 4 and infinity, 3 seeds, 2 data sets.
     "full": Preset("full", ("rotten_tomatoes", "health_tweets"), (1.0, 4.0, math.inf), (0, 1, 2),
                    Sizes(per_class=50, max_new_tokens=48), max_per_class=1200, test_fraction=200 / 1200,
-                   estimate="ESTIMATE, not measured: 8 to 12 hours on the 2-core CPU. Private prediction dominates: "
-                            "it decodes with PyTorch, 100 batches of about 20 prompts x 48 steps at about 0.3 s a "
-                            "step, about 25 minutes per release, 18 releases; DP-KPS generates its 100 texts with the "
-                            "backend's runtime (llama.cpp where installed), a few minutes per release"),
+                   estimate="ESTIMATE, extrapolated from one measured probe, not a run: about 100 hours on the 2-core "
+                            "CPU, far beyond the issue's 2-hour target. Private prediction dominates: it decodes "
+                            "with PyTorch, and one batch of 20 prompts x 48 tokens (the full preset's batch) took "
+                            "about 210 s (2 batches in 427 s, load average about 5, nice 10), so 100 batches make "
+                            "about 6 hours per release and 18 releases about 100 hours; DP-KPS (llama.cpp where "
+                            "installed) and DP-ST add a few hours. It needs private prediction on a faster runtime "
+                            "or a GPU"),
 }
 
 
