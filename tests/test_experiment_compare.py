@@ -140,3 +140,18 @@ def test_the_full_preset_has_the_issues_sizes():
     test_per_label = full.max_per_class * full.test_fraction
     assert round(test_per_label) >= 200 and full.max_per_class - round(test_per_label) >= 1000
     assert "ESTIMATE" in full.estimate
+
+
+def test_a_subset_of_methods_runs_only_their_cells_and_a_bad_name_exits_2(tmp_path, monkeypatch, capsys):
+    fake = FakeCells()
+    monkeypatch.setitem(results.PRESETS, "tiny", TINY)
+    import dpkit.experiments.cells as cells
+
+    monkeypatch.setattr(cells, "LocalCells", lambda preset: fake)
+    assert main(["experiment", "compare", "--preset", "tiny", "--methods", "kps,bogus", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--methods" in err[0] and "bogus" in err[0] and fake.calls == []
+    assert main(["experiment", "compare", "--preset", "tiny", "--methods", "kps", "--out", str(tmp_path)]) == 0
+    assert {m for _, m, _, _ in fake.calls} == {"real", "kps"} and len(fake.calls) == 2 * (1 + 2)
+    assert main(["experiment", "compare", "--preset", "tiny", "--out", str(tmp_path)]) == 0
+    assert len(fake.calls) == len(list(TINY.cells()))  # the second run added only the pp cells

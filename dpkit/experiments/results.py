@@ -31,7 +31,7 @@ import os
 import platform
 import subprocess
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
@@ -99,6 +99,14 @@ def get_preset(name: str) -> Preset:
     if name not in PRESETS:
         raise ParameterError("--preset", name, f"must be one of {sorted(PRESETS)}")
     return PRESETS[name]
+
+
+def parse_methods(text: str) -> tuple[str, ...]:
+    """``"kps,dpst"`` -> ``("kps", "dpst")``, each one of :data:`~dpkit.experiments.compare.METHOD_NAMES`."""
+    names = tuple(dict.fromkeys(part.strip() for part in str(text).split(",") if part.strip()))
+    if not names or any(name not in METHOD_NAMES for name in names):
+        raise ParameterError("--methods", text, f"must list some of {','.join(METHOD_NAMES)}, separated by commas")
+    return names
 
 
 def cell_path(out: Path, dataset: str, method: str, epsilon: float, seed: int) -> Path:
@@ -222,11 +230,17 @@ def register(sub) -> None:
                            description="Presets: " + "; ".join(f"{p.name}: {p.estimate}" for p in PRESETS.values()))
     cmp.add_argument("--preset", default="smoke", help=f"size preset, one of {sorted(PRESETS)} (default smoke)")
     cmp.add_argument("--out", default="results/compare", help="folder of the per-cell JSON files")
+    cmp.add_argument("--methods", default=None,
+                     help=f"comma-separated subset of {','.join(METHOD_NAMES)} (default: the preset's, all three); "
+                          "the real-data "
+                          "reference always runs. A later run with more methods adds their cells")
     cmp.set_defaults(func=_compare_command)
 
 
 def _compare_command(args) -> int:
     preset = get_preset(args.preset)  # ParameterError before anything is loaded or written
+    if args.methods is not None:
+        preset = replace(preset, methods=parse_methods(args.methods))
     from dpkit.experiments.cells import LocalCells
 
     start = time.perf_counter()
