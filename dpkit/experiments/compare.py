@@ -38,6 +38,7 @@ from dpkit.validate import ParameterError, check_int
 
 #: The epsilon at which a pipeline runs for the "epsilon = infinity" (noise off) column.
 NOISE_OFF_EPSILON = 1e6
+#: The methods the comparison runs, by their name in :data:`dpkit.methods.METHODS`.
 METHOD_NAMES = ("kps", "pp", "dpst")
 
 
