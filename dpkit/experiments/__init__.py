@@ -8,7 +8,8 @@ chapters plot. What they report is evaluation, never part of a release.
 Modules: :mod:`~dpkit.experiments.compare` (the three methods at equal epsilon,
 intervals over seeds), :mod:`~dpkit.experiments.results` (``dpkit experiment
 compare``: the comparison at a size preset, one provenance-stamped JSON per cell,
-resumable), :mod:`~dpkit.experiments.kps_corpora` (the DP-KPS chapter's corpora
+resumable), :mod:`~dpkit.experiments.cells` (one such cell on this machine, through the method's own
+``synthesize``), :mod:`~dpkit.experiments.kps_corpora` (the DP-KPS chapter's corpora
 and baselines), :mod:`~dpkit.experiments.chapter_ledger` (one ledger over a
 chapter's repeated DP-ST releases), :mod:`~dpkit.experiments.audit_study` (the
 audit chapter's tables).
