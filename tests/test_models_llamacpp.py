@@ -186,3 +186,29 @@ def test_local_backend_generates_through_llama_cpp(monkeypatch, lm):
     texts = backend.generate_batch(PROMPTS, max_new_tokens=6)
     assert texts == lm.generate(PROMPTS, max_new_tokens=6)
     assert backend._lm is None and backend.describe()["runtime"] == "llamacpp"
+
+
+def test_generate_command_rejects_an_unknown_runtime(tmp_path, capsys):
+    from dpkit.cli import main
+
+    prompts = tmp_path / "prompts.txt"
+    prompts.write_text("Name a fruit.\n")
+    out = tmp_path / "run"
+    assert main(["generate", str(prompts), "--out", str(out), "--runtime", "onnx"]) == 2
+    err = capsys.readouterr().err
+    assert "runtime" in err and "onnx" in err and "Traceback" not in err and not out.exists()
+
+
+@needs_llama
+def test_generate_command_records_the_runtime(tmp_path, capsys):
+    import json
+
+    from dpkit.cli import main
+
+    prompts = tmp_path / "prompts.txt"
+    prompts.write_text("Name a fruit.\n")
+    args = ["generate", str(prompts), "--out", str(tmp_path / "run"), "--max-new-tokens", "3", "--no-cache",
+            "--runtime", "llamacpp"]
+    assert main(args) == 0
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert manifest["params"]["runtime"] == "llamacpp"

@@ -74,14 +74,15 @@ def _prepare(args: argparse.Namespace):
     generation = dict(max_new_tokens=args.max_new_tokens, temperature=args.temperature, seed=args.seed)
     GenerationParams.checked(**generation)
     name = args.backend or os.environ.get("DPKIT_BACKEND") or "local"
-    backend = get_backend(name, args.model, cache=not args.no_cache, batch_size=batch_size)
+    backend = get_backend(name, args.model, cache=not args.no_cache, batch_size=batch_size, runtime=args.runtime)
     if name == "local" and args.model is not None:
         looks_like_path = args.model.startswith(("/", ".", "~")) or args.model.count("/") != 1
         if looks_like_path and not Path(args.model).expanduser().exists():
             raise ParameterError("--model", args.model, "must be an existing local model folder or a "
                                  "Hugging Face id (org/name) already in the cache")
     params = {"prompts_sha256": hashlib.sha256(raw).hexdigest(), "n_prompts": len(prompts),
-              "backend": backend.name, "model": backend.model, "public": bool(args.public), **generation}
+              "backend": backend.name, "model": backend.model, "public": bool(args.public),
+              "runtime": getattr(backend, "runtime", None), **generation}
     return prompts, backend, generation, params, batch_size
 
 
@@ -106,6 +107,8 @@ def register(subparsers) -> None:
     p.add_argument("--temperature", type=float, default=0.0)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--batch-size", type=int, default=1)
+    p.add_argument("--runtime", default=None, help="local model runtime: auto | llamacpp | torch "
+                                                  "(default: $DPKIT_RUNTIME or auto = llama.cpp on a CPU)")
     p.add_argument("--public", action="store_true", help="declare the prompts public (needed for API backends)")
     p.add_argument("--no-cache", action="store_true", help="do not use the on-disk response cache")
     p.set_defaults(func=_generate)
