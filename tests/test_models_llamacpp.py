@@ -101,6 +101,7 @@ def test_backend_names_its_runtime_and_caches_apart(monkeypatch):
     assert (fast.runtime, slow.runtime) == ("llamacpp", "torch")
     assert fast._cache_namespace() == "local-llamacpp" and slow._cache_namespace() == "local"
     assert fast.describe()["runtime"] == "llamacpp" and fast._lm is None   # nothing loaded yet
+    assert fast.describe()["runtimes_used"] == []
     assert not fast.remote                                                  # a LOCAL backend: private text allowed
     assert get_backend("openai", "gpt-x", cache=False, runtime="llamacpp").remote  # API backends ignore it
 
@@ -186,6 +187,9 @@ def test_local_backend_generates_through_llama_cpp(monkeypatch, lm):
     texts = backend.generate_batch(PROMPTS, max_new_tokens=6)
     assert texts == lm.generate(PROMPTS, max_new_tokens=6)
     assert backend._lm is None and backend.describe()["runtime"] == "llamacpp"
+    assert backend.describe()["runtimes_used"] == ["llamacpp"]
+    backend._lm = object()               # private prediction reads the PyTorch model through .lm
+    assert backend.describe()["runtimes_used"] == ["llamacpp", "torch"]
 
 
 def test_generate_command_rejects_an_unknown_runtime(tmp_path, capsys):

@@ -93,7 +93,8 @@ class LocalBackend(Backend):
     batchings matters.
 
     ``lm`` is always the PyTorch model (private prediction reads its logits);
-    ``generator`` is what ``generate`` runs on.
+    ``generator`` is what ``generate`` runs on. :meth:`describe` states ``runtime``
+    (for generation) and ``runtimes_used`` (what actually ran in this process).
     """
 
     name = "local"
@@ -162,4 +163,8 @@ class LocalBackend(Backend):
             device = "cpu"
         else:
             device = str(self._lm.device) if self._lm is not None else (self.device_request or "auto")
-        return {"device": device, "runtime": self.runtime, "batch_size": self.batch_size, "strict": self.strict}
+        # what actually ran: generation on `runtime`; private prediction reads `lm` (PyTorch) directly
+        used = sorted(({"torch"} if self._lm is not None else set())
+                      | ({self.runtime} if self._generator is not None else set()))
+        return {"device": device, "runtime": self.runtime, "runtimes_used": used,
+                "batch_size": self.batch_size, "strict": self.strict}
