@@ -26,7 +26,7 @@ $(STAMP): requirements.lock requirements-nodeps.txt requirements-llama.txt const
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -c constraints.txt -r requirements.lock
 	$(PY) -m pip install --quiet --no-deps -r requirements-nodeps.txt
-	@echo "==> installing llama.cpp (llama-cpp-python): compiled from source the first time, 20-35 min on 2 cores; cached after"
+	@echo "==> installing llama.cpp (llama-cpp-python): compiled from source the first time (13-35 min on 2 cores), cached after"
 	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PY) -m pip install --quiet -c constraints.txt \
 	  $$(test -d $(LLAMA_WHEELS) && echo --find-links $(LLAMA_WHEELS)) -r requirements-llama.txt
 	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
