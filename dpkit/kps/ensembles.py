@@ -33,7 +33,7 @@ from typing import Sequence
 
 import numpy as np
 
-from dpkit.kps.kde import DPKDE, document_weights, privatize_sketch
+from dpkit.kps.kde import DPKDE, document_weights, dpkde_mechanism, privatize_sketch
 from dpkit.kps.rff import FEATURE_BOUND, RandomFourierFeatures
 from dpkit.validate import check_choice, check_int, check_positive, check_rng, check_unit_norm
 
@@ -121,6 +121,22 @@ class KDEEnsemble:
         return math.exp((member.n_blocks - step) / sigma ** 2)
 
 
+def _member_label(ensemble: str, n_blocks: int) -> str:
+    return f"{ensemble} ensemble member, {n_blocks} blocks"
+
+
+def ensemble_contracts(L: int, eps_kde: float, *, ensemble: str = "logarithmic", n_features: int = 1024,
+                       unit: str = "document") -> list:
+    """The members' contracts, in order, from public parameters only (charge them before reading documents).
+
+    :func:`build_ensemble` releases each member with exactly these contracts.
+    """
+    eps_kde = check_positive("eps_kde", eps_kde)
+    lengths = member_lengths(L, ensemble)
+    return [dpkde_mechanism(n_features, eps_kde / len(lengths), unit=unit,
+                            label=_member_label(ensemble, n_blocks))[1] for n_blocks in lengths]
+
+
 def build_ensemble(term_lists: Sequence[Sequence[int]], embeddings, L: int, eps_kde: float,
                    rng: np.random.Generator, *, ensemble: str = "logarithmic", n_features: int = 1024,
                    base_bandwidth: float = 1.0, windows: str = "all", unit: str = "document") -> KDEEnsemble:
@@ -144,7 +160,7 @@ def build_ensemble(term_lists: Sequence[Sequence[int]], embeddings, L: int, eps_
             weights, _ = document_weights(owners, "mean")
             exact = weights @ window_features(rows, embeddings, features)
         kde = privatize_sketch(exact, features, per_member, rng, document_weight=1.0, unit=unit,
-                               label=f"{ensemble} ensemble member, {n_blocks} blocks")
+                               label=_member_label(ensemble, n_blocks))
         members.append(KDEMember(n_blocks, kde))
         contracts.append(kde.contract)
     return KDEEnsemble(ensemble, int(L), members, eps_kde, contracts)

@@ -231,23 +231,38 @@ def privatize_sketch(exact_sketch, features: RandomFourierFeatures, epsilon: flo
     exact = check_finite_array("exact_sketch", exact_sketch, ndim=1)
     if exact.shape != (features.n_features,):
         raise ParameterError("exact_sketch", exact, f"must have shape ({features.n_features},)")
+    mechanism, contract = dpkde_mechanism(features.n_features, epsilon, document_weight=document_weight,
+                                          sensitivity=sensitivity, noise_scale=noise_scale, unit=unit, label=label)
+    noisy = mechanism.release(exact, rng)
+    return DPKDE(noisy, features, contract, mechanism.scale)
+
+
+def dpkde_mechanism(n_features: int, epsilon: float, *, document_weight: float = 1.0,
+                    sensitivity: float | None = None, noise_scale: float | None = None,
+                    unit: str = "document", label: str = "") -> tuple[Laplace, PrivacyContract]:
+    """The sketch's Laplace mechanism and its contract, from public parameters only.
+
+    A caller charges the contract to its ledger before it reads any document;
+    :func:`privatize_sketch` releases with exactly this mechanism.
+    """
+    n_features = check_int("n_features", n_features, minimum=1)
+    epsilon = check_positive("epsilon", epsilon)
     if sensitivity is None:
-        sensitivity = dpkde_sensitivity(features.n_features, document_weight)
+        sensitivity = dpkde_sensitivity(n_features, document_weight)
     sensitivity = check_positive("sensitivity", sensitivity)
     if noise_scale is None:
         mechanism = Laplace(sensitivity, epsilon=epsilon, unit=unit, neighbouring="add/remove",
-                            dimension=features.n_features)
+                            dimension=n_features)
     else:
         mechanism = Laplace(sensitivity, scale=check_positive("noise_scale", noise_scale),
-                            unit=unit, neighbouring="add/remove", dimension=features.n_features)
-    noisy = mechanism.release(exact, rng)
+                            unit=unit, neighbouring="add/remove", dimension=n_features)
     contract = mechanism.contract.replace(
-        mechanism=f"DP-KDE (random Fourier features, I={features.n_features}{', ' + label if label else ''})",
+        mechanism=f"DP-KDE (random Fourier features, I={n_features}{', ' + label if label else ''})",
         kind="dpkde",
-        parameters={**mechanism.contract.parameters, "I": int(features.n_features), "W": float(document_weight)},
+        parameters={**mechanism.contract.parameters, "I": n_features, "W": float(document_weight)},
         note=f"sum sketch rounded to the grid {mechanism.grid:.3g} + exact discrete Laplace(scale="
              f"{mechanism.scale:.6g}); sensitivity sqrt(2)*I*W + I*grid, W={document_weight:g} per-document weight bound")
-    return DPKDE(noisy, features, contract, mechanism.scale)
+    return mechanism, contract
 
 
 def exact_scores(vectors, points, bandwidth: float, weights=None) -> np.ndarray:

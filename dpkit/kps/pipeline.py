@@ -12,7 +12,8 @@ Privacy accounting (add/remove one document, pure DP):
 
 Total: ``eps_voc + eps_kde``, recorded in a :class:`~dpkit.privacy.PrivacyLedger`
 (one ``spend`` for the vocabulary, one ``spend_parallel`` per KDE (member) over
-the classes).  Everything after the releases -- sequences, prompts, the LLM's
+the classes), each entry charged before the first read of the documents it pays
+for (:func:`fit_kps`).  Everything after the releases -- sequences, prompts, the LLM's
 texts -- is post-processing.
 
 Public rules (no private data can abort a release once it has started; see
@@ -36,11 +37,11 @@ from typing import Sequence
 
 import numpy as np
 
-from dpkit.kps.ensembles import ENSEMBLES, KDEEnsemble, build_ensemble
-from dpkit.kps.kde import DPKDE, document_weights, kde_sketch, privatize_sketch
+from dpkit.kps.ensembles import ENSEMBLES, KDEEnsemble, build_ensemble, ensemble_contracts
+from dpkit.kps.kde import DPKDE, document_weights, dpkde_mechanism, kde_sketch, privatize_sketch
 from dpkit.kps.rff import RandomFourierFeatures
 from dpkit.kps.sequences import CHOICES, independent_sequences, iterative_sequences
-from dpkit.kps.vocabulary import PhraseMatcher, PrivateVocabulary, private_vocabulary
+from dpkit.kps.vocabulary import PhraseMatcher, PrivateVocabulary, histogram_mechanism, private_vocabulary
 from dpkit.privacy import PrivacyLedger
 from dpkit.validate import (ParameterError, check_choice, check_int, check_positive, check_rng,
                             check_unit_norm)
@@ -168,10 +169,32 @@ def _check_corpus(texts, labels, label_names) -> tuple[list[str], np.ndarray]:
     return texts, labels
 
 
+def planned_contracts(config: KPSConfig, vocabulary_size: int) -> tuple:
+    """``(vocabulary contract, [KDE contracts])`` from public parameters only.
+
+    :func:`fit_kps` charges them to its ledger before the private reads they pay
+    for, and checks that the releases carry exactly these contracts.
+    """
+    vocabulary = histogram_mechanism(config.S, vocabulary_size, config.eps_voc)[1]
+    if config.method == "independent":
+        kde = [dpkde_mechanism(config.n_features, config.eps_kde, label=_INDEPENDENT_LABEL)[1]]
+    else:
+        kde = ensemble_contracts(config.L, config.eps_kde, ensemble=config.ensemble, n_features=config.n_features)
+    return vocabulary, kde
+
+
 def fit_kps(texts: Sequence[str], labels: Sequence[int], label_names: Sequence[str],
             public_vocabulary: Sequence[str] | PhraseMatcher, embedder, config: KPSConfig,
             rng: np.random.Generator, ledger: PrivacyLedger | None = None) -> KPSModel:
     """Run the private part of DP-KPS; spends ``eps_voc + eps_kde`` on ``ledger`` (a new one if None).
+
+    Spend before read: each ledger entry is recorded (and, in a run, written to
+    disk by the ledger's ``on_record`` hook) before the first read of the
+    documents' contents that it pays for -- the vocabulary charge before any
+    document is matched, the DP-KDE charges before the class sketches.  The
+    contracts come from the public configuration (:func:`planned_contracts`).
+    Only the input checks (types, label range) look at the data earlier; they
+    release nothing.
 
     ``embedder`` maps a list of terms to unit-norm rows (``.encode``), e.g.
     :func:`dpkit.models.embed.load_embedder`; it is public.
@@ -180,31 +203,46 @@ def fit_kps(texts: Sequence[str], labels: Sequence[int], label_names: Sequence[s
     if not isinstance(config, KPSConfig):
         raise ParameterError("config", config, "must be a KPSConfig")
     texts, labels = _check_corpus(texts, labels, list(label_names))
-    texts = [text[:config.max_chars] for text in texts]  # public cap (KPSConfig.public_rules)
+    matcher = public_vocabulary if isinstance(public_vocabulary, PhraseMatcher) else PhraseMatcher(public_vocabulary)
+    if config.N > len(matcher):
+        raise ParameterError("N", config.N, f"must be <= the public vocabulary size ({len(matcher)})")
     ledger = PrivacyLedger() if ledger is None else ledger
     n_classes = len(label_names)
+    vocabulary_contract, kde_contracts = planned_contracts(config, len(matcher))
 
-    vocab = private_vocabulary(texts, public_vocabulary, config.S, config.N, config.eps_voc, rng)
-    charges = [ledger.spend(vocab.contract, "kps: private vocabulary")]
+    charges = [ledger.spend(vocabulary_contract, "kps: private vocabulary")]
+    texts = [text[:config.max_chars] for text in texts]  # public cap (KPSConfig.public_rules)
+    vocab = private_vocabulary(texts, matcher, config.S, config.N, config.eps_voc, rng)
+    _check_released("vocabulary", vocab.contract, vocabulary_contract)
     embeddings = check_unit_norm("embeddings", np.asarray(embedder.encode(vocab.terms), dtype=np.float64))
-    matcher = PhraseMatcher(vocab.terms)
-    keyphrases = document_keyphrases(texts, matcher)
 
+    for contract in kde_contracts:
+        charges.append(ledger.spend_parallel(contract, f"kps: {contract.mechanism[:40]}", groups=n_classes))
+    keyphrases = document_keyphrases(texts, PhraseMatcher(vocab.terms))
     kdes: dict[int, DPKDE | KDEEnsemble] = {}
     for label in range(n_classes):
         docs = [keyphrases[i] for i in np.flatnonzero(labels == label)]
         if config.method == "independent":
             kdes[label] = _single_kde(docs, embeddings, config, rng)
+            released = [kdes[label].contract]
         else:
             kdes[label] = build_ensemble(docs, embeddings, config.L, config.eps_kde, rng,
                                          ensemble=config.ensemble, n_features=config.n_features,
                                          base_bandwidth=config.bandwidth, windows=config.windows)
-    first = kdes[0]
-    contracts = [first.contract] if isinstance(first, DPKDE) else first.contracts
-    for contract in contracts:
-        charges.append(ledger.spend_parallel(contract, f"kps: {contract.mechanism[:40]}", groups=n_classes))
+            released = kdes[label].contracts
+        for got, charged in zip(released, kde_contracts, strict=True):
+            _check_released(f"kde of class {label}", got, charged)
     return KPSModel(config, vocab, embeddings, list(label_names), kdes, ledger,
-                    {"vocabulary": vocab.contract, "kde": contracts}, tuple(charges))
+                    {"vocabulary": vocabulary_contract, "kde": kde_contracts}, tuple(charges))
+
+
+def _check_released(what: str, released, charged) -> None:
+    """A release must carry the contract its ledger entry was charged for (a programming error otherwise)."""
+    if released != charged:
+        raise AssertionError(f"kps: the {what} release's contract differs from the one charged in advance")
+
+
+_INDEPENDENT_LABEL = "independent, per_document=mean"
 
 
 def _single_kde(docs: list[list[int]], embeddings: np.ndarray, config: KPSConfig,
@@ -218,4 +256,4 @@ def _single_kde(docs: list[list[int]], embeddings: np.ndarray, config: KPSConfig
         weights, _ = document_weights(owners, "mean")
         exact = kde_sketch(embeddings[ids], features, weights)
     return privatize_sketch(exact, features, config.eps_kde, rng, document_weight=1.0,
-                            label="independent, per_document=mean")
+                            label=_INDEPENDENT_LABEL)

@@ -144,17 +144,31 @@ def release_noisy_histogram(term_lists: Iterable[Sequence[int]] | None, vocabula
         counts = np.asarray(counts, dtype=float)
         if counts.shape != (check_int("vocabulary_size", vocabulary_size, minimum=1),):
             raise ParameterError("counts", counts, f"must have shape ({vocabulary_size},)")
+    mechanism, contract = histogram_mechanism(S, len(counts), eps_voc, noise_scale=noise_scale, unit=unit)
+    noisy = mechanism.release(counts, rng)
+    return np.asarray(noisy, dtype=float), contract
+
+
+def histogram_mechanism(S: int, vocabulary_size: int, eps_voc: float, *, noise_scale: float | None = None,
+                        unit: str = "document") -> tuple[Laplace, PrivacyContract]:
+    """The histogram's Laplace mechanism and its contract, from public parameters only.
+
+    A caller charges the contract to its ledger before it reads any document;
+    :func:`release_noisy_histogram` releases with exactly this mechanism.
+    """
+    S = vocabulary_sensitivity(S)
+    eps_voc = check_positive("eps_voc", eps_voc)
+    vocabulary_size = check_int("vocabulary_size", vocabulary_size, minimum=1)
     if noise_scale is None:
         mechanism = Laplace(S, epsilon=eps_voc, unit=unit, neighbouring="add/remove")
     else:
         mechanism = Laplace(S, scale=check_positive("noise_scale", noise_scale), unit=unit,
                             neighbouring="add/remove")
-    noisy = mechanism.release(counts, rng)
     contract = mechanism.contract.replace(
         mechanism=f"vocabulary histogram (Laplace, first S={S} terms per document)",
         sensitivity_norm="L1", kind="vocabulary_histogram",
-        parameters={**mechanism.contract.parameters, "S": int(S), "vocabulary_size": int(len(counts))})
-    return np.asarray(noisy, dtype=float), contract
+        parameters={**mechanism.contract.parameters, "S": int(S), "vocabulary_size": vocabulary_size})
+    return mechanism, contract
 
 
 @dataclass
