@@ -107,18 +107,30 @@ def _row_unique(rows: np.ndarray):
 
 
 def set_family(a: np.ndarray, b: np.ndarray, confidence: float, delta: float, columns=None,
-               family: str = "set") -> Candidate | None:
-    """Sets of outcomes: ranked by ratio on the first half of each sample, prefix chosen on the second."""
+               family: str = "set", most_frequent: bool = False) -> Candidate | None:
+    """Sets of outcomes: ranked by ratio on the first half of each sample, prefix chosen on the second.
+
+    More distinct outcomes than ``max(64, n / 20)`` (``n``: the first halves
+    pooled) are too many to rank by ratio: the family does not apply (None),
+    unless ``most_frequent``, which ranks only that many of the most frequent
+    outcomes of the first halves (ties by first appearance in the sorted outcomes)
+    and leaves the rest out of every event. Either way the event is chosen from
+    the selection samples alone.
+    """
     a1, a2 = _halves(a)
     b1, b2 = _halves(b)
     values, (ca1, cb1, ca2, cb2) = _codes([a1, b1, a2, b2])
     n_values = len(values)
     count = lambda codes: np.bincount(codes, minlength=n_values)  # noqa: E731
     ra, rb = count(ca1), count(cb1)
-    if int(((ra + rb) > 0).sum()) > max(64, (len(a1) + len(b1)) // 20):
-        return None  # too many outcomes to rank: nearly every outcome is seen once
-    sa, sb = count(ca2), count(cb2)
     seen = (ra + rb) > 0
+    limit = max(64, (len(a1) + len(b1)) // 20)
+    if int(seen.sum()) > limit:
+        if not most_frequent:
+            return None  # too many outcomes to rank: nearly every outcome is seen once
+        seen = np.zeros(n_values, dtype=bool)
+        seen[np.argsort(-(ra + rb), kind="stable")[:limit]] = True
+    sa, sb = count(ca2), count(cb2)
     best = None
     for numerator, cn, cd in (("D1", rb, ra), ("D0", ra, rb)):
         ratio = np.where(seen, (cn + 0.5) / (cd + 0.5), -1.0)

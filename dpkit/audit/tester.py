@@ -302,6 +302,12 @@ def audit(mechanism: Mechanism, d0, d1, *, samples: int, rng: np.random.Generato
     seed = int(rng.integers(2**31))
     candidates = [c for c in (_family_candidate(f, out0, out1, matrix0, matrix1, stats_values, half, confidence,
                                                 delta, seed) for f in chosen) if c is not None]
+    if not candidates and "set" in chosen:
+        # more distinct outcomes than the samples can rank (a small sample of a mechanism with many
+        # outcomes): rank the most frequent ones instead of giving up
+        a, b = (out0, out1) if matrix0 is None else (matrix0, matrix1)
+        candidates = [c for c in [fam.set_family(a[:half], b[:half], confidence, delta, most_frequent=True)]
+                      if c is not None]
     if not candidates:
         raise ParameterError("families", chosen, "none of these event families applies to these outputs")
     # certify only the families that came close to the best on the selection half (decided before the
