@@ -148,20 +148,20 @@ def synthesize(records: Records, config: Config, run, backend, seed_sequence: np
                      neighbourhood_share=config.neighbourhood_share, scorer=config.tie_scorer,
                      max_chars=config.max_chars)
 
-    def private_part():
+    def private_part():  # each charge is on the ledger (and on disk, in a run) before the reads it pays for
+        charge = ledger.spend_parallel(mechanism.contract, "dpst: document-level triples", groups=len(records))
         prepared = mechanism.prepare(list(records.texts))
         offsets = np.concatenate([[0], np.cumsum([len(t) for t in prepared.triples])])
-        charge = ledger.spend_parallel(mechanism.contract, "dpst: document-level triples", groups=len(records))
         triples = [mechanism.privatize_prepared(_split(prepared, i, offsets), generator(seed_sequence, 0, i),
                                                 charge=charge)[0].triples
                    for i in range(len(records))]
         labels = None
         if records.labelled:
             k = len(records.label_set)
-            labels = [randomized_response(y, k, eps_label, generator(seed_sequence, 1, i))
-                      for i, y in enumerate(records.labels)]
             ledger.spend_parallel(label_contract(k, eps_label, mechanism.contract.unit),
                                   "dpst: label by randomized response", groups=len(records))
+            labels = [randomized_response(y, k, eps_label, generator(seed_sequence, 1, i))
+                      for i, y in enumerate(records.labels)]
         return {"triples": triples, "labels": labels, "contract": mechanism.contract.to_dict()}
 
     released = checkpoint(run, "triples", private_part)
