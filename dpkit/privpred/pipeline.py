@@ -65,7 +65,7 @@ import numpy as np
 
 from dpkit.privacy import (PrivacyLedger, max_private_tokens, private_prediction_contract,
                            private_prediction_guarantee, zcdp_to_epsilon)
-from dpkit.privpred.batching import assign_batches
+from dpkit.privpred.batching import assign_batches, batch_layout, batch_name
 from dpkit.privpred.decode import DecodeSettings
 from dpkit.privpred.grammar import JsonGrammar
 from dpkit.models.lm import LocalLM, load_lm
@@ -265,6 +265,20 @@ def _check_fits(lm, template: PromptTemplate, config: PrivatePredictionConfig, p
                              f"{lm.context_length} tokens: lower max_record_tokens or max_new_tokens")
 
 
+def _check_partition_inputs(records, labels, n_labels) -> None:
+    """What :func:`~dpkit.privpred.batching.assign_batches` refuses, checked before the charge (no value shown)."""
+    for i, text in enumerate(records):
+        if not isinstance(text, str):
+            raise ParameterError(f"records[{i}]", f"<{type(text).__name__}>", "must be a string")
+    if labels is None:
+        return
+    if len(labels) != len(records):
+        raise ParameterError("labels", f"<{len(labels)} labels>", f"must have one label per text ({len(records)})")
+    if any(not 0 <= int(x) < n_labels for x in labels):
+        raise ParameterError("labels", "<a label outside the public label set>",
+                             f"must lie in the public label set 0..{n_labels - 1}")
+
+
 def generate_synthetic(records: Sequence[str], template: PromptTemplate, config: PrivatePredictionConfig, *,
                        labels: Sequence[int] | None = None, label_names: Sequence[str] | None = None,
                        n_batches: int, model=None, seed: int | np.random.SeedSequence | None = None, run=None,
@@ -306,9 +320,9 @@ def generate_synthetic(records: Sequence[str], template: PromptTemplate, config:
     def name_of(label):
         return None if label is None else str(label_names[int(label)]).replace("_", " ").capitalize()
 
-    batches = assign_batches(records, n_batches, labels, key=config.hash_key, n_labels=n_labels)
-    if max_batches is not None:
-        batches = [b for b in batches if b.number < max_batches]
+    _check_partition_inputs(records, labels, n_labels)  # types and label range: bad input costs nothing
+    layout = [batch_name(label, b) for label, b in batch_layout(n_batches, n_labels)  # public
+              if max_batches is None or b < max_batches]
     if run is not None:  # a resume under another configuration or other records is refused, by name
         run.bind("private_prediction",
                  {**{k: v for k, v in config.to_dict().items() if k not in MEMORY_FIELDS},  # output-neutral
@@ -318,13 +332,17 @@ def generate_synthetic(records: Sequence[str], template: PromptTemplate, config:
                                       "labels": None if labels is None else np.asarray(labels).tolist()}))
     done = run.records() if run is not None else {}
     public_prompts = {}
-    if any(b.batch_id not in done for b in batches):  # a fully resumed run needs no model
+    if any(batch_id not in done for batch_id in layout):  # a fully resumed run needs no model
         public_prompts = {label: template.render(lm, template.public_message(name_of(label)))
                           for label in ([None] if n_labels is None else range(n_labels))}
         _check_fits(lm, template, config, public_prompts.values())
     if ledger is None:
         ledger = PrivacyLedger(budget_epsilon=config.epsilon, delta=config.delta)
     ledger.spend_parallel(contract, f"private prediction, r={r} per batch", n_batches * (n_labels or 1))
+    # spend before read: the partition hashes the records, so it comes after the charge
+    batches = assign_batches(records, n_batches, labels, key=config.hash_key, n_labels=n_labels)
+    if max_batches is not None:
+        batches = [b for b in batches if b.number < max_batches]
     pending = [batch for batch in batches if batch.batch_id not in done]
 
     def jobs():  # rendered lazily: only the jobs a worker is about to take are held in memory
