@@ -22,10 +22,13 @@ Measured (2026-11-25, the shared 2-core CPU box under other jobs, nice 10, one t
 float32): 1 record, peak RSS 1020 MB (492 MB after loading the model), release 5.8 s; 400 identical
 records, peak RSS 1020 MB, 7.0 s: target met (0 MB above). Before (privacy-2 F2, decode_batch alone,
 256-token records): 0.96 GB at 1 record, 1.97 GB at 32, 128 unfinished after 400 s. ``--distinct``
-with the defaults (16 cached rows, chunks of 8): 1 record 1023 MB, 9.1 s; 64 distinct records
+with 16 cached rows and chunks of 8 (the default then): 1 record 1023 MB, 9.1 s; 64 distinct records
 1403 MB (380 MB above, the cache and chunk bound: about 13 MB per 276-position row cache), 2022 s at
 about a fifth of one core -- the 48 rows beyond the cache are recomputed at every step.
 Lower ``private_cache_rows`` / ``private_chunk_rows`` lower that bound; neither changes the output.
+The default is now 64 cached rows (about 0.85 GB of caches at most): with 16, a book chapter whose
+hash batches held more than 16 distinct prompts (expected size 16) recomputed the overflow at every
+step and took more than 15 minutes instead of about 2.
 
 Run: ``python benchmarks/pp_batch_memory.py [--sizes 1 400] [--distinct] [--json out.json]``.
 """

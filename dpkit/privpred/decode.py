@@ -108,7 +108,7 @@ class DecodeSettings:
     max_examples: int | None = None
     max_steps: int | None = None
     grammar: JsonGrammar | None = None
-    private_cache_rows: int = 16
+    private_cache_rows: int = 64
     private_chunk_rows: int = 8
 
     def __post_init__(self):

@@ -125,7 +125,7 @@ class PrivatePredictionConfig:
     hash_key: str = ""
     max_record_tokens: int = 256
     grammar: JsonGrammar | None = None   # public: every example a valid record (dpkit.privpred.grammar)
-    private_cache_rows: int = 16   # public memory bounds (dpkit.privpred.private_rows): rows with a cache,
+    private_cache_rows: int = 64   # public memory bounds (dpkit.privpred.private_rows): rows with a cache,
     private_chunk_rows: int = 8    # and rows recomputed at once; neither changes the output
 
     def __post_init__(self):
