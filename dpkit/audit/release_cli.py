@@ -175,7 +175,7 @@ def register(sub) -> None:
     p.add_argument("--input", required=True, help="CSV, TSV or JSON Lines file, UTF-8")
     p.add_argument("--text-column", required=True, help="the column with the texts")
     p.add_argument("--label-column", default=None, help="the column with the labels (optional)")
-    p.add_argument("--labels", default=None, help="the public label set, comma-separated")
+    p.add_argument("--labels", default=None, help="the public label set: comma-separated, or a JSON list (as for dpkit synth)")
     p.add_argument("--epsilon", type=float, required=True, help="the budget the method runs at (the claim)")
     p.add_argument("--delta", type=float, default=None, help="pp only: delta in (0, 1) (default 1e-6)")
     p.add_argument("--canaries", type=int, default=None, help="number of canaries (default 1000; 200 with --smoke)")
