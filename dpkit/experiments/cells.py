@@ -19,7 +19,7 @@ import time
 
 import numpy as np
 
-from dpkit.experiments.compare import configs, per_class_subset
+from dpkit.experiments.compare import configs, per_class_subset, pp_decoding_key
 from dpkit.seeds import generator, root_sequence
 
 DOCUMENT_TYPES = {"rotten_tomatoes": "one-sentence movie review", "health_tweets": "health news tweet"}
@@ -35,7 +35,14 @@ def package_version(name: str) -> str | None:
 
 
 class LocalCells:
-    """Runs cells of one preset with the local model; loads each data set and the models once."""
+    """Runs cells of one preset with the local model; loads each data set and the models once.
+
+    Private prediction decodes the same tokens from the same seed at every epsilon
+    whose private-token cap does not bind (:func:`~dpkit.experiments.compare.pp_decoding_key`):
+    such a cell reuses the texts decoded for the first of them in this process, records
+    ``decoding_shared_with_epsilon`` and that decoding's wall time. Its texts are
+    exactly the release its own configuration would make.
+    """
 
     def __init__(self, preset, backend_name: str = "local"):
         self.preset = preset
@@ -43,6 +50,7 @@ class LocalCells:
         self._backend = None
         self._embedder = None
         self._data: dict[str, tuple] = {}
+        self._decoded: dict[tuple, tuple] = {}  # private prediction: (texts, labels, wall_s, epsilon decoded at)
 
     def _models(self):
         if self._backend is None:
@@ -102,12 +110,23 @@ class LocalCells:
                           smoke=self.preset.smoke)[method]
             source = records if method != "dpst" else Records(tuple(records.texts[i] for i in subset),
                                                               tuple(records.labels[i] for i in subset), names)
-            start = time.perf_counter()
-            release = METHODS[method].synthesize(source, cfg, None, backend, root_sequence(seed))
-            wall = time.perf_counter() - start
-            texts, labels = release.texts(), release.labels()
-            release_info = {"epsilon": release.epsilon, "delta": release.delta, "n_texts": len(texts),
-                            "config_epsilon": cfg.epsilon, "noise_off": math.isinf(epsilon)}
+            key = (dataset, seed, pp_decoding_key(cfg)) if method == "pp" else None
+            if key in self._decoded:  # the same tokens from the same seed: decoded once (see the class docstring)
+                texts, labels, wall, first = self._decoded[key]
+                release_info = {"decoding_shared_with_epsilon": first}
+            else:
+                start = time.perf_counter()
+                release = METHODS[method].synthesize(source, cfg, None, backend, root_sequence(seed))
+                wall = time.perf_counter() - start
+                texts, labels = release.texts(), release.labels()
+                if key is not None:
+                    self._decoded[key] = (texts, labels, wall, "inf" if math.isinf(epsilon) else f"{epsilon:g}")
+            release_info.update({"n_texts": len(texts), "config_epsilon": cfg.epsilon,
+                                 "noise_off": math.isinf(epsilon)})
+            if "decoding_shared_with_epsilon" not in release_info:
+                release_info.update({"epsilon": release.epsilon, "delta": release.delta})
+            else:  # this cell's budget (epsilon at delta): what its own release would be charged against
+                release_info.update({"epsilon": float(cfg.epsilon), "delta": float(cfg.delta)})
         kept = [(t, y) for t, y in zip(texts, labels) if t.strip()]
         result = evaluate([t for t, _ in kept] or ["(nothing)"], [y for _, y in kept] or [names[0]], test_texts,
                           test_labels, embedder=embedder, test_features=x_test,

@@ -61,10 +61,14 @@ class Sizes:
     dpst_k: int = 50
     dpst_reconstruct: bool = False   # False: release the privatized triples joined as text
     dpst_label_share: float = 0.5    # part of DP-ST's per-record epsilon for its randomized-response label
+    pp_per_class: int = 0            # private prediction's texts per label; 0: per_class (a preset may afford fewer)
+    pp_max_new_tokens: int = 0       # private prediction's tokens per text; 0: max_new_tokens
 
     def __post_init__(self):
         check_int("per_class", self.per_class, minimum=1)
         check_int("max_new_tokens", self.max_new_tokens, minimum=1)
+        check_int("pp_per_class", self.pp_per_class, minimum=0)
+        check_int("pp_max_new_tokens", self.pp_max_new_tokens, minimum=0)
 
     @classmethod
     def smoke(cls) -> "Sizes":
@@ -80,9 +84,10 @@ def configs(epsilon: float, sizes: Sizes, *, document_type: str, vocabulary: str
                           L=sizes.kps_L, n_features=sizes.kps_features, bandwidth=sizes.kps_bandwidth,
                           few_shot=sizes.kps_few_shot, temperature=sizes.kps_temperature, document_type=document_type,
                           max_new_tokens=sizes.max_new_tokens),
-        "pp": pp.Config(epsilon=eps, n_batches=sizes.per_class, expected_batch_size=sizes.pp_batch_size,
-                        clip=sizes.pp_clip, temperature=sizes.pp_temperature, top_k=sizes.pp_top_k,
-                        max_new_tokens=sizes.max_new_tokens),
+        "pp": pp.Config(epsilon=eps, n_batches=sizes.pp_per_class or sizes.per_class,
+                        expected_batch_size=sizes.pp_batch_size, clip=sizes.pp_clip,
+                        temperature=sizes.pp_temperature, top_k=sizes.pp_top_k,
+                        max_new_tokens=sizes.pp_max_new_tokens or sizes.max_new_tokens),
         "dpst": dpst.Config(epsilon=eps, k=sizes.dpst_k, reconstruct=sizes.dpst_reconstruct,
                             label_share=sizes.dpst_label_share, max_new_tokens=sizes.max_new_tokens),
     }

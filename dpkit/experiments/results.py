@@ -81,6 +81,17 @@ PRESETS: dict[str, Preset] = {
                    estimate="ESTIMATE, not measured: longer than the comparison chapter at the same sizes, since "
                             "private prediction is decoded once per epsilon here (the chapter reuses one decoding "
                             "wherever the token cap does not bind)"),
+    # What fits this 2-core machine in about an hour while other work shares it (measured, see the estimate):
+    # the realistic data sizes (1,000 private training records and 200 test texts per label, two data sets,
+    # epsilon 1, 4 and infinity, 3 seeds), with fewer and shorter synthetic texts than the full preset:
+    # 20 texts of 32 tokens per label for DP-KPS and DP-ST (one DP-KPS release at 25 x 48 took 56 s on an idle
+    # machine, its generation dominating), and 5 texts of 24 tokens per label for private prediction, which
+    # decodes with PyTorch at about 0.5 s per step under load (20 texts x 32 tokens took over 6 minutes at
+    # load average 5).
+    "medium": Preset("medium", ("rotten_tomatoes", "health_tweets"), (1.0, 4.0, math.inf), (0, 1, 2),
+                     Sizes(per_class=20, max_new_tokens=32, pp_per_class=5, pp_max_new_tokens=24),
+                     max_per_class=1200, test_fraction=200 / 1200,
+                     estimate="about an hour on the 2-core CPU at load average 4-6 (measured: see README)"),
     # The realistic sizes: 1,000 private training records and 200 test texts per label (where the data
     # set has them), 50 synthetic texts of 48 tokens per label, epsilon 1, 4 and infinity, 3 seeds, 2 data sets.
     "full": Preset("full", ("rotten_tomatoes", "health_tweets"), (1.0, 4.0, math.inf), (0, 1, 2),
@@ -229,7 +240,7 @@ def register(sub) -> None:
     cmp = inner.add_parser("compare", help="the three methods at equal epsilon, one JSON per cell (resumable)",
                            description="Presets: " + "; ".join(f"{p.name}: {p.estimate}" for p in PRESETS.values()))
     cmp.add_argument("--preset", default="smoke", help=f"size preset, one of {sorted(PRESETS)} (default smoke)")
-    cmp.add_argument("--out", default="results/compare", help="folder of the per-cell JSON files")
+    cmp.add_argument("--out", default=None, help="folder of the per-cell JSON files (default results/compare/<preset>)")
     cmp.add_argument("--methods", default=None,
                      help=f"comma-separated subset of {','.join(METHOD_NAMES)} (default: the preset's, all three); "
                           "the real-data "
@@ -244,9 +255,10 @@ def _compare_command(args) -> int:
     from dpkit.experiments.cells import LocalCells
 
     start = time.perf_counter()
-    sweep = Sweep(preset, Path(args.out), LocalCells(preset)).run()
+    out = Path(args.out) if args.out else Path("results/compare") / preset.name
+    sweep = Sweep(preset, out, LocalCells(preset)).run()
     print(f"dpkit experiment compare --preset {preset.name}: {len(sweep.written)} cells written, "
-          f"{len(sweep.skipped)} already done, in {time.perf_counter() - start:.0f} s -> {args.out}")
+          f"{len(sweep.skipped)} already done, in {time.perf_counter() - start:.0f} s -> {out}")
     return 0
 
 
