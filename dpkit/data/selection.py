@@ -27,6 +27,7 @@ outputs depend on the replaced record.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import json
@@ -87,6 +88,11 @@ class RowRule:
                 + "; a row's selection depends on that row alone, so adding or removing one record changes at "
                   "most one selected record")
 
+    def keeps(self, text: str, label: str | None) -> bool:
+        """Whether the per-record rule keeps this row (``all`` and ``prefix``: by position, so always True here);
+        a function of this row alone, applied while the input is read (:func:`dpkit.data.tables.read_table`)."""
+        return self.kind != "hash" or keep(text, label, self.fraction, self.salt)
+
     def select(self, texts: Sequence[str], labels: Sequence[str] | None) -> list[int]:
         """Indices of the kept rows, in file order."""
         n = len(texts)
@@ -98,6 +104,7 @@ class RowRule:
                                            self.salt)]
 
 
+@functools.lru_cache(maxsize=16)
 def _key(salt: str) -> bytes:
     return hashlib.sha256(b"dpkit row selection\x00" + salt.encode("utf-8")).digest()
 

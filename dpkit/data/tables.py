@@ -1,8 +1,11 @@
 """Read a user's own labelled texts from CSV, TSV or JSON Lines, by public rules.
 
-:func:`read_table` reads the whole file before anything else happens, so that
-every problem is reported (as :class:`~dpkit.validate.ParameterError`, naming the
-parameter, the value and what is allowed) before a run writes anything.
+:func:`read_table` reads the file to its end (or to the row rule's prefix)
+before anything else happens, so that every problem is reported (as
+:class:`~dpkit.validate.ParameterError`, naming the parameter, the value and
+what is allowed) before a run writes anything. It streams the file
+(:mod:`dpkit.data.streaming`) and applies the public row rule as it goes, so
+memory holds the rows kept, never the whole file.
 
 The rules, all public:
 
@@ -22,7 +25,8 @@ The rules, all public:
   a missing label is an error naming the row;
 * ``limit``: keep the first ``limit`` data rows (applied while reading). A prefix is a
   stable rule only under replace-one; ``dpkit synth`` selects the rows of add/remove
-  methods by a per-record rule instead (:mod:`dpkit.data.selection`).
+  methods by a per-record rule instead (:mod:`dpkit.data.selection`), also applied
+  while reading (``rule=``), so the rows it drops are never held.
 
 Text length is not capped here: each method states its own character cap
 (``max_chars``) and applies it (see :mod:`dpkit.methods`).
@@ -30,8 +34,6 @@ Text length is not capped here: each method states its own character cap
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import math
 import os
@@ -52,6 +54,7 @@ class Table:
     texts: tuple[str, ...]
     labels: tuple[str, ...] | None
     columns: tuple[str, ...]
+    rows_read: int | None = None  # data rows read from the file (kept or not); private, never released
 
     def __len__(self) -> int:
         return len(self.texts)
@@ -64,18 +67,6 @@ def table_format(path: str | os.PathLike) -> str:
         raise ParameterError("--input", str(path), f"must end in one of {sorted(FORMATS)} "
                              "(CSV, TSV or JSON Lines, UTF-8)")
     return FORMATS[suffix]
-
-
-def _decode(path: Path, data: bytes) -> str:
-    if b"\x00" in data:
-        raise ParameterError("--input", str(path), "is a binary file (it contains NUL bytes); "
-                             "give a UTF-8 CSV, TSV or JSON Lines file")
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as error:
-        line = data[:error.start].count(b"\n") + 1
-        raise ParameterError("--input", str(path), f"is not UTF-8 (byte 0x{data[error.start]:02x} on line {line}); "
-                             "re-encode it, e.g. `iconv -f latin1 -t utf-8`") from None
 
 
 def _cell(value) -> str:
@@ -97,86 +88,94 @@ def _missing(text: str) -> bool:
     return text.strip().lower() in MISSING
 
 
-def _delimited_rows(path: Path, text: str, delimiter: str, limit: int | None):
-    csv.field_size_limit(2**31 - 1)  # a long record is the methods' business (their max_chars), not the reader's
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
-    try:
-        header = next(reader, None)
-        if not header or not any(h.strip() for h in header):
-            raise ParameterError("--input", str(path), "is empty: it needs a header row and at least one data row")
-        header = [h.strip() for h in header]
-        rows = []
-        for row in reader:
-            if not row:
-                continue  # a blank line
-            if len(row) != len(header):
-                raise ParameterError("--input", str(path),
-                                     f"line {reader.line_num} has {len(row)} fields, the header has {len(header)} "
-                                     "(ragged rows are not guessed at; quote fields that contain the delimiter)")
-            rows.append(dict(zip(header, row)))
-            if limit is not None and len(rows) >= limit:
-                break
-    except csv.Error as error:
-        raise ParameterError("--input", str(path), f"is not valid CSV/TSV near line {reader.line_num}: {error}") from None
-    return header, rows
-
-
-def _jsonl_rows(path: Path, text: str, limit: int | None):
-    rows, columns = [], {}
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise ParameterError("--input", str(path), f"line {number} is not JSON: {error.msg}") from None
-        if not isinstance(row, dict):
-            raise ParameterError("--input", str(path), f"line {number} is not a JSON object")
-        columns.update(dict.fromkeys(row))
-        rows.append(row)
-        if limit is not None and len(rows) >= limit:
-            break
-    return list(columns), rows
+class RowLimitExceeded(ParameterError):
+    """More rows were selected than the caller's public bound ``max_rows`` allows (nothing was written)."""
 
 
 def read_table(path: str | os.PathLike, text_column: str, label_column: str | None = None, *,
-               limit: int | None = None) -> Table:
-    """Read ``text_column`` (and ``label_column``) of a CSV/TSV/JSONL file by the module's rules."""
+               limit: int | None = None, rule=None, declared_labels=None, max_rows: int | None = None) -> Table:
+    """Read ``text_column`` (and ``label_column``) of a CSV/TSV/JSONL file by the module's rules.
+
+    The file is streamed (:mod:`dpkit.data.streaming`): memory holds the rows
+    KEPT, never the file. ``rule`` (a :class:`~dpkit.data.selection.RowRule`)
+    is applied while reading: a ``prefix`` rule stops after its ``limit`` rows,
+    a ``hash`` rule keeps each row by its own keyed hash. ``declared_labels``
+    (``--labels``): every row READ (kept or not) must carry one of them; the
+    error gives a count and the first row's number, never a label.
+    ``max_rows``: a public bound on the rows kept; one more raises
+    :class:`RowLimitExceeded` at once (the rest of the file is not read).
+    Every other problem is raised when the reading ends, before anything is written.
+    """
+    from dpkit.data.streaming import table_rows
+    from dpkit.runs.progress_bars import byte_progress
+
     if not isinstance(text_column, str) or not text_column:
         raise ParameterError("--text-column", text_column, "must name a column")
     if label_column is not None and (not isinstance(label_column, str) or not label_column):
         raise ParameterError("--label-column", label_column, "must name a column")
     if limit is not None:
         limit = check_int("--limit", limit, minimum=1)
+    if rule is not None and rule.kind == "prefix":
+        limit = rule.limit if limit is None else min(limit, rule.limit)
+    keeps = None if rule is None or rule.kind != "hash" else rule.keeps
+    declared = None if declared_labels is None else set(parse_labels(declared_labels))
     path = Path(path)
     kind = table_format(path)
+    columns: dict = {}
+    texts, labels, names = [], [], {}
+    read, no_label, outside, first_outside = 0, None, 0, None
     try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise ParameterError("--input", str(path), "does not exist") from None
-    except IsADirectoryError:
-        raise ParameterError("--input", str(path), "is a folder; give a file") from None
-    except OSError as error:
-        raise ParameterError("--input", str(path), f"cannot be read ({error.strerror})") from None
-    text = _decode(path, data)
-    if kind == "jsonl":
-        columns, rows = _jsonl_rows(path, text, limit)
-    else:
-        columns, rows = _delimited_rows(path, text, "," if kind == "csv" else "\t", limit)
-    if not rows:
+        size = path.stat().st_size
+    except OSError:
+        size = None
+    with byte_progress(size, "reading the input") as advance:
+        rows = table_rows(path, kind, columns, advance)
+        for row in rows:
+            if read == 0 and kind != "jsonl":  # a CSV/TSV header names every column: check before reading on
+                _check_columns(path, columns, text_column, label_column)
+            read += 1
+            text = _cell(row.get(text_column))
+            text = "" if _missing(text) else text
+            label = None
+            if label_column is not None:
+                label = _cell(row.get(label_column)).strip()
+                if _missing(label):
+                    no_label = no_label or read
+                elif declared is not None and label not in declared:
+                    outside += 1
+                    first_outside = first_outside or read
+                label = names.setdefault(label, label)  # one string object per distinct label
+            if keeps is None or keeps(text, label):
+                if max_rows is not None and len(texts) >= max_rows:
+                    rows.close()
+                    raise RowLimitExceeded("--input", str(path), f"has more than {max_rows} rows to read")
+                texts.append(text)
+                labels.append(label)
+            if limit is not None and read >= limit:
+                rows.close()
+                break
+    if not read:
         raise ParameterError("--input", str(path), "has no data rows")
+    _check_columns(path, columns, text_column, label_column)
+    if no_label is not None:
+        raise ParameterError("--label-column", label_column, f"data row {no_label} has no label; every row needs one")
+    if outside:
+        raise outside_labels_error(declared_labels, outside, first_outside)
+    return Table(str(path), tuple(texts), tuple(labels) if label_column is not None else None, tuple(columns),
+                 rows_read=read)
+
+
+def _check_columns(path: Path, columns: dict, text_column: str, label_column: str | None) -> None:
     for flag, column in (("--text-column", text_column), ("--label-column", label_column)):
         if column is not None and column not in columns:
             raise ParameterError(flag, column, f"is not a column of {path.name}; its columns are {list(columns)}")
-    texts = tuple("" if _missing(cell := _cell(row.get(text_column))) else cell for row in rows)
-    labels = None
-    if label_column is not None:
-        labels = tuple(_cell(row.get(label_column)).strip() for row in rows)
-        for number, label in enumerate(labels, start=1):
-            if _missing(label):
-                raise ParameterError("--label-column", label_column,
-                                     f"data row {number} has no label; every row needs one")
-    return Table(str(path), texts, labels, tuple(columns))
+
+
+def outside_labels_error(declared, count: int, first: int) -> ParameterError:
+    """The error for rows whose label is not in the declared set: a count and the first row, no label."""
+    return ParameterError("--labels", declared, f"must contain every label of the input: {count} row(s) "
+                          f"have a label outside it (the first is data row {first}); labels are "
+                          "compared exactly, after trimming spaces")
 
 
 def parse_labels(declared) -> tuple[str, ...]:
@@ -212,9 +211,7 @@ def label_set(labels, declared=None) -> tuple[str, ...]:
         known = set(names)
         rows = [number for number, label in enumerate(labels, start=1) if label not in known]
         if rows:
-            raise ParameterError("--labels", declared, f"must contain every label of the input: {len(rows)} row(s) "
-                                 f"have a label outside it (the first is data row {rows[0]}); labels are "
-                                 "compared exactly, after trimming spaces")
+            raise outside_labels_error(declared, len(rows), rows[0])
         return names
 
     def key(name: str):

@@ -137,9 +137,9 @@ def kde_sketch(vectors, features: RandomFourierFeatures, weights=None) -> np.nda
         raise ParameterError("weights", weights, f"must have one entry per vector ({len(vectors)})")
     sketch = np.zeros(features.n_features)
     keep = weights != 0
-    for start in range(0, int(keep.sum()), 4096):  # bounded memory for large corpora
-        chunk = vectors[keep][start:start + 4096]
-        sketch += weights[keep][start:start + 4096] @ features.features(chunk)
+    vectors, weights = vectors[keep], weights[keep]
+    for start in range(0, len(weights), 4096):  # bounded memory for large corpora
+        sketch += weights[start:start + 4096] @ features.features(vectors[start:start + 4096])
     return sketch
 
 

@@ -33,12 +33,12 @@ outside ``label_names`` raise ParameterError.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Iterable, Iterator, Sequence
 
 import numpy as np
 
 from dpkit.kps.ensembles import ENSEMBLES, KDEEnsemble, build_ensemble, ensemble_contracts
-from dpkit.kps.kde import DPKDE, document_weights, dpkde_mechanism, kde_sketch, privatize_sketch
+from dpkit.kps.kde import DPKDE, dpkde_mechanism, kde_sketch, privatize_sketch
 from dpkit.kps.rff import RandomFourierFeatures
 from dpkit.kps.sequences import CHOICES, independent_sequences, iterative_sequences
 from dpkit.kps.vocabulary import PhraseMatcher, PrivateVocabulary, histogram_mechanism, private_vocabulary
@@ -145,9 +145,10 @@ class KPSModel:
         return [[terms[i] for i in row] for row in self.sequence_ids(label, n, rng)]
 
 
-def document_keyphrases(texts: Sequence[str], matcher: PhraseMatcher) -> list[list[int]]:
-    """Each document's distinct private-vocabulary terms, in order of first appearance."""
-    return [matcher.first_terms(t, None, distinct=True) for t in texts]
+def document_keyphrases(texts: Sequence[str], matcher: PhraseMatcher) -> Iterator[list[int]]:
+    """Each document's distinct private-vocabulary terms, in order of first appearance; lazy (one document
+    is matched when its list is taken), so a caller that aggregates holds one document's terms at a time."""
+    return (matcher.first_terms(t, None, distinct=True) for t in texts)
 
 
 def _check_corpus(texts, labels, label_names) -> tuple[list[str], np.ndarray]:
@@ -219,13 +220,17 @@ def fit_kps(texts: Sequence[str], labels: Sequence[int], label_names: Sequence[s
     for contract in kde_contracts:
         charges.append(ledger.spend_parallel(contract, f"kps: {contract.mechanism[:40]}", groups=n_classes))
     keyphrases = document_keyphrases(texts, PhraseMatcher(vocab.terms))
+    if config.method == "independent":  # additive over documents: one pass, no per-document lists held
+        term_weights = class_term_weights(keyphrases, labels, n_classes, len(vocab.terms))
+    else:
+        keyphrases = list(keyphrases)
     kdes: dict[int, DPKDE | KDEEnsemble] = {}
     for label in range(n_classes):
-        docs = [keyphrases[i] for i in np.flatnonzero(labels == label)]
         if config.method == "independent":
-            kdes[label] = _single_kde(docs, embeddings, config, rng)
+            kdes[label] = _single_kde(term_weights[label], embeddings, config, rng)
             released = [kdes[label].contract]
         else:
+            docs = [keyphrases[i] for i in np.flatnonzero(labels == label)]
             kdes[label] = build_ensemble(docs, embeddings, config.L, config.eps_kde, rng,
                                          ensemble=config.ensemble, n_features=config.n_features,
                                          base_bandwidth=config.bandwidth, windows=config.windows)
@@ -245,15 +250,33 @@ def _check_released(what: str, released, charged) -> None:
 _INDEPENDENT_LABEL = "independent, per_document=mean"
 
 
-def _single_kde(docs: list[list[int]], embeddings: np.ndarray, config: KPSConfig,
+def class_term_weights(keyphrases: Iterable[list[int]], labels: np.ndarray, n_classes: int,
+                       vocabulary_size: int) -> np.ndarray:
+    """``(n_classes, vocabulary_size)``: for each class, the summed weight of every private-vocabulary term,
+    where a document's distinct terms (``keyphrases``, one list per document) share weight 1, as
+    ``document_weights(..., "mean")`` gives them.
+
+    The independent DP-KDE's sketch is linear in these weights (``sum_t w_t f(e_t)``),
+    so it is computed from them with memory ``O(classes x N)``, whatever the number of
+    documents (one document's terms are held at a time).
+    """
+    weights = np.zeros((n_classes, vocabulary_size))
+    for terms, label in zip(keyphrases, labels.tolist(), strict=True):
+        if terms:
+            np.add.at(weights[label], terms, 1.0 / len(terms))
+    return weights
+
+
+def _single_kde(term_weights: np.ndarray, embeddings: np.ndarray, config: KPSConfig,
                 rng: np.random.Generator) -> DPKDE:
-    """One DP-KDE over all single keyphrases of a class; each document's keyphrases share weight 1."""
+    """One DP-KDE over all single keyphrases of a class; each document's keyphrases share weight 1.
+
+    ``term_weights``: the class's summed weight per vocabulary term (:func:`class_term_weights`);
+    a document's total weight is 1, which the sensitivity assumes.
+    """
     features = RandomFourierFeatures(embeddings.shape[1], config.n_features, config.bandwidth, rng)
-    ids = [i for doc in docs for i in doc]
-    owners = [d for d, doc in enumerate(docs) for _ in doc]
     exact = np.zeros(config.n_features)
-    if ids:
-        weights, _ = document_weights(owners, "mean")
-        exact = kde_sketch(embeddings[ids], features, weights)
+    if term_weights.any():
+        exact = kde_sketch(embeddings, features, term_weights)
     return privatize_sketch(exact, features, config.eps_kde, rng, document_weight=1.0,
                             label=_INDEPENDENT_LABEL)

@@ -208,7 +208,7 @@ def private_vocabulary(texts: Sequence[str], vocabulary: Sequence[str] | PhraseM
     N = check_int("N", N, minimum=1)
     if N > len(matcher):
         raise ParameterError("N", N, f"must be <= the public vocabulary size ({len(matcher)})")
-    term_lists = [matcher.first_terms(t, S, distinct) for t in texts]
+    term_lists = (matcher.first_terms(t, S, distinct) for t in texts)  # one document at a time
     noisy, contract = release_noisy_histogram(term_lists, len(matcher), S, eps_voc, rng)
     chosen = top_n(noisy, N)
     return PrivateVocabulary([matcher.terms[i] for i in chosen], noisy[chosen], contract, S)

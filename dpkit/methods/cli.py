@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass, replace
 
 SMOKE_ROWS = 200  # the smoke preset's limit (or the method's own SMOKE_ROWS); a keep-fraction once --rows is declared
+SMOKE_MAX_ROWS = 2000  # --smoke reads at most this many kept rows (or the method's own); more is refused (exit 2)
 BACKENDS = ("local", "openai", "anthropic")
 
 
@@ -109,7 +110,7 @@ def plan(args: argparse.Namespace) -> Plan:
     must match), seed, backend, executor and the release plan.
     """
     from dpkit.backends import get_backend
-    from dpkit.data.tables import label_set, read_table
+    from dpkit.data.tables import label_set
     from dpkit.methods import METHODS, Records
     from dpkit.methods.planning import release_plan
     from dpkit.runs import file_digest
@@ -131,11 +132,7 @@ def plan(args: argparse.Namespace) -> Plan:
         method.check_backend(args.backend)
     executor = _executor(args)
     rule = rows_rule(args, method)
-    table = read_table(args.input, args.text_column, args.label_column,
-                       limit=rule.limit if rule.kind == "prefix" else None)
-    if args.labels is not None:
-        label_set(table.labels, args.labels)  # every row read has a declared label (rows named by number)
-    table = rule_applied(table, rule)
+    table = read_rows(args, method, rule)  # streamed; the rule applied while reading; declared labels checked
     names = label_set(table.labels, args.labels) if table.labels is not None else None
     records = Records.from_strings(table.texts, table.labels, names, declared=args.labels is not None)
     planned = _fitting(release_plan, args.method, config, labels=names, labelled=names is not None, rule=rule,
@@ -178,6 +175,39 @@ def rows_rule(args: argparse.Namespace, method):
             limit = smoke if limit is None else min(limit, smoke)
     return row_rule(per_record=per_record, limit=limit, declared_rows=rows,
                     fraction=getattr(args, "sample_fraction", None), salt=getattr(args, "sample_salt", None))
+
+
+def smoke_max_rows(args: argparse.Namespace, method) -> int | None:
+    """The public bound on the rows a ``--smoke`` run of an add/remove method reads (None: no bound)."""
+    if not args.smoke or not method.STATEMENT.neighbouring.startswith("add/remove"):
+        return None
+    return getattr(method, "SMOKE_MAX_ROWS", SMOKE_MAX_ROWS)
+
+
+def read_rows(args: argparse.Namespace, method, rule):
+    """The input's rows that ``rule`` keeps, streamed (:func:`dpkit.data.tables.read_table`): memory holds
+    the kept rows only. Every row read must carry a declared label (``--labels``; rows named by number).
+    Under ``--smoke`` more than :func:`smoke_max_rows` kept rows is refused (exit 2) as soon as the reader
+    meets one more: a smoke run's work is bounded by public numbers."""
+    from dpkit.data.tables import RowLimitExceeded, read_table
+    from dpkit.validate import ParameterError
+
+    bound = smoke_max_rows(args, method)
+    try:
+        table = read_table(args.input, args.text_column, args.label_column, rule=rule,
+                           declared_labels=args.labels, max_rows=bound)
+    except RowLimitExceeded:
+        per_record = getattr(method, "SMOKE_ROWS", SMOKE_ROWS)
+        raise ParameterError("--smoke", True, f"reads at most {bound} rows of {args.method}'s input (a public "
+                             "bound on a smoke run's work), and more are selected: declare the input's row count "
+                             f"with --rows M (the smoke preset then keeps each row with probability "
+                             f"min(1, {per_record}/M)), give --sample-fraction F, or leave out --smoke") from None
+    if not table.texts:  # the per-record rule kept nothing (identical rows are kept or dropped together)
+        flag = "--sample-fraction" if getattr(args, "sample_fraction", None) is not None else "--rows"
+        raise ParameterError(flag, getattr(args, flag[2:].replace("-", "_"), None),
+                             f"kept no row of the input: the per-record rule keeps each distinct row with "
+                             f"probability {rule.fraction:.6g}; declare fewer rows or a larger fraction")
+    return table
 
 
 def rule_applied(table, rule):
@@ -325,7 +355,8 @@ def register(subparsers) -> None:
     p.add_argument("--model", default=None, help="model name or path for the backend")
     p.add_argument("--smoke", action="store_true", help="tiny method sizes, for tests; with --rows M, kps keeps "
                    f"each row with probability min(1, {SMOKE_ROWS}/M) (pp 48/M) by the per-record rule; dpst reads "
-                   "the first 12 rows")
+                   f"the first 12 rows. A smoke run of kps keeps at most {SMOKE_MAX_ROWS} rows (pp 200): a larger "
+                   "input is refused (exit 2) unless --rows M or --sample-fraction selects fewer")
     p.add_argument("--seed", type=int, default=None, help="reproducible mode: NOT a DP release (default: fresh "
                    "noise from the operating system)")
     p.add_argument("--limit", type=int, default=None, help="read about N rows: kps and pp keep each row by a "

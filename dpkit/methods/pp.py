@@ -28,6 +28,7 @@ NAME = "pp"
 #: configuration fields that bound memory and never change a release: a run may resume with other values
 OUTPUT_NEUTRAL = tuple(getattr(_pipeline, "MEMORY_FIELDS", ()))
 SMOKE_ROWS = 48  # a batch decodes all its prompts at every step: the smoke preset reads at most this many rows
+SMOKE_MAX_ROWS = 200  # --smoke keeps at most this many rows (more is refused): each batch decodes all its rows
 EMPTY_TEXT = "(empty)"
 STATEMENT = PrivacyStatement(
     neighbouring="add/remove one record",

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
-from typing import Iterable
+from typing import Callable, Iterable, Iterator
 
 
 def progress_enabled() -> bool:
@@ -42,3 +43,28 @@ def progress(iterable: Iterable, *, total: int | None = None, desc: str | None =
     from tqdm.auto import tqdm
 
     return tqdm(iterable, total=total, desc=desc, initial=initial)
+
+
+@contextlib.contextmanager
+def byte_progress(total: int | None, desc: str) -> Iterator[Callable[[int], None]]:
+    """Yield ``advance(n_bytes)`` for a byte-counting bar with rate and ETA (``total`` bytes, e.g. a file's
+    size) when :func:`progress_enabled`; else a no-op. The bar is refreshed at most every 1 MiB."""
+    if not progress_enabled() or not total:
+        yield lambda n: None
+        return
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=total, desc=desc, unit="B", unit_scale=True, unit_divisor=1024)
+    pending = [0]
+
+    def advance(n: int) -> None:
+        pending[0] += n
+        if pending[0] >= 1 << 20:
+            bar.update(pending[0])
+            pending[0] = 0
+
+    try:
+        yield advance
+        bar.update(pending[0])
+    finally:
+        bar.close()
