@@ -188,6 +188,7 @@ class Sweep:
     progress: Callable[[str], None] = print
     written: list = field(default_factory=list)
     skipped: list = field(default_factory=list)
+    only: tuple = ()  # a slice: run only these cells of the preset (empty: every cell)
 
     def run(self) -> "Sweep":
         from dpkit.runs.lock import acquire, release
@@ -197,7 +198,7 @@ class Sweep:
         acquire(self.out, self)  # RunInUseError (exit 2) while another process writes this folder
         try:
             commit, version = git_commit(), package_version("dpkit")
-            cells = list(self.preset.cells())
+            cells = [c for c in self.preset.cells() if not self.only or c in self.only]
             for i, (dataset, method, epsilon, seed) in enumerate(cells, 1):
                 path = cell_path(self.out, dataset, method, epsilon, seed)
                 if verifies(path, self.preset, dataset, method, epsilon, seed):

@@ -1,0 +1,175 @@
+"""Stored comparison results: load and check the cells ``dpkit experiment compare`` wrote, summarize
+them over seeds, and re-run a slice of them to see that they reproduce.
+
+:func:`load_cells` reads every ``*.json`` of a preset's folder and refuses the
+folder (:class:`StoredResultError`, naming the file and the reason) when a file
+does not verify: content that does not match its SHA-256 digest, a cell written
+at other sizes than its preset's, missing provenance. A chapter therefore never
+plots a row that was edited by hand or written by other code.
+
+:func:`rerun_slice` runs some stored cells again through the same code path as
+the command (:class:`~dpkit.experiments.results.Sweep` with
+:class:`~dpkit.experiments.cells.LocalCells`) into a scratch folder, and
+:func:`disagreements` compares each re-run with its stored row: a metric
+agrees when the re-run's estimate lies inside the stored cell's 95% bootstrap
+interval (a seeded re-run on the same machine reproduces it exactly or nearly).
+
+Everything here is evaluation on public benchmark data, never a release.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import tempfile
+from pathlib import Path
+from typing import Sequence
+
+from dpkit.experiments.results import PRESETS, PROVENANCE_KEYS, REAL, Preset, Sweep, cell_path, verifies
+
+#: presets from the largest to the smallest: a chapter plots the first one that has stored cells
+PRESET_ORDER = ("full", "medium", "book", "smoke")
+#: the metrics a re-run is compared on
+CHECKED_METRICS = ("balanced_accuracy", "macro_f1")
+
+
+class StoredResultError(ValueError):
+    """A stored cell that does not verify (the message names the file and the reason)."""
+
+
+def default_root() -> Path:
+    """``results/compare`` of the source tree dpkit is imported from."""
+    return Path(__file__).resolve().parents[2] / "results" / "compare"
+
+
+def largest_stored_preset(root: Path | None = None) -> str:
+    """The name of the largest preset (:data:`PRESET_ORDER`) with at least one stored cell under ``root``."""
+    root = Path(root) if root is not None else default_root()
+    for name in PRESET_ORDER:
+        if any((root / name).glob("*.json")):
+            return name
+    raise StoredResultError(f"no stored comparison cells under results/compare ({', '.join(PRESET_ORDER)}); "
+                            "run `dpkit experiment compare --preset smoke` first")
+
+
+def _cell_of(body: dict) -> tuple[str, str, float, int]:
+    cell = body["cell"]
+    epsilon = math.inf if cell["epsilon"] == "inf" else float(cell["epsilon"])
+    return cell["dataset"], cell["method"], epsilon, int(cell["seed"])
+
+
+def load_cells(folder: Path) -> list[dict]:
+    """Every stored cell of ``folder``, each checked (see the module docstring); sorted by file name."""
+    folder = Path(folder)
+    files = sorted(folder.glob("*.json"))
+    if not files:
+        raise StoredResultError(f"{folder.name}: holds no stored cell")
+    cells = []
+    for path in files:
+        try:
+            body = json.loads(path.read_text())
+            preset = PRESETS[body["preset"]]
+            cell = _cell_of(body)
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            raise StoredResultError(f"{path.name}: not a stored comparison cell ({type(error).__name__})") from None
+        missing = [key for key in PROVENANCE_KEYS if key not in body.get("provenance", {})]
+        if missing:
+            raise StoredResultError(f"{path.name}: provenance lacks {missing}")
+        if cell_path(folder, *cell).name != path.name:
+            raise StoredResultError(f"{path.name}: names another cell than its file")
+        if not verifies(path, preset, *cell):
+            raise StoredResultError(f"{path.name}: does not verify (its digest or its sizes do not match "
+                                    f"the {preset.name} preset)")
+        cells.append(body)
+    return cells
+
+
+def rows(cells: Sequence[dict]):
+    """One row per stored cell: the cell, each metric with its bootstrap interval, wall time, provenance."""
+    import pandas as pd
+
+    out = []
+    for body in cells:
+        dataset, method, epsilon, seed = _cell_of(body)
+        metrics = body["metrics"]
+        row = {"dataset": dataset, "method": method, "epsilon": epsilon, "seed": seed,
+               "majority_baseline": metrics["majority_baseline"], "n_train": metrics["n_train"],
+               "n_test": metrics["n_test"], "n_private_records": metrics["n_private_records"],
+               "wall_s": body["wall_s"]["release"], "shared_decoding": "decoding_shared_with_epsilon" in body["release"],
+               "runtime_private_prediction": body["provenance"]["runtime"].get("private_prediction"),
+               "runtime_generation": body["provenance"]["runtime"].get("generation"),
+               "git_commit": body["provenance"]["git_commit"], "created": body["provenance"]["created"]}
+        for metric in ("balanced_accuracy", "macro_f1", "accuracy"):
+            for part in ("estimate", "low", "high"):
+                row[metric if part == "estimate" else f"{metric}_{part}"] = metrics[metric][part]
+        out.append(row)
+    return pd.DataFrame(out)
+
+
+def summarize(frame, columns: Sequence[str] = ("balanced_accuracy", "macro_f1", "wall_s")):
+    """Means over seeds with 95% Student-t intervals, one row per (dataset, method, epsilon).
+
+    Each data set also gets a ``majority class`` row (epsilon infinity) from the
+    majority baseline of its ``real`` cells.
+    """
+    import pandas as pd
+
+    from dpkit.experiments.compare import t_interval
+
+    out = []
+    for (dataset, method, epsilon), part in frame.groupby(["dataset", "method", "epsilon"], sort=True):
+        row = {"dataset": dataset, "method": method, "epsilon": epsilon, "seeds": len(part)}
+        for column in columns:
+            row[column], row[column + "_low"], row[column + "_high"] = t_interval(part[column].tolist())
+        out.append(row)
+        if method == REAL:
+            mean, low, high = t_interval(part["majority_baseline"].tolist())
+            out.append({"dataset": dataset, "method": "majority class", "epsilon": math.inf, "seeds": len(part),
+                        "balanced_accuracy": mean, "balanced_accuracy_low": low, "balanced_accuracy_high": high})
+    return pd.DataFrame(out)
+
+
+def provenance(cells: Sequence[dict]) -> dict:
+    """What the stored cells say about where they came from (each distinct value once)."""
+    def distinct(values):
+        return sorted({json.dumps(v, sort_keys=True) if isinstance(v, dict) else str(v) for v in values})
+
+    prov = [body["provenance"] for body in cells]
+    return {"presets": distinct(body["preset"] for body in cells),
+            "git_commits": distinct(p["git_commit"] for p in prov),
+            "machines": distinct(p["machine"] for p in prov),
+            "runtimes": distinct(p["runtime"] for p in prov),
+            "models": distinct(p["model"] for p in prov),
+            "created": [min(p["created"] for p in prov), max(p["created"] for p in prov)],
+            "sizes": cells[0]["sizes"]}
+
+
+def rerun_slice(preset: Preset, chosen: Sequence[tuple[str, str, float, int]], *, run_cell=None,
+                out: Path | None = None) -> dict:
+    """Re-run the cells ``chosen`` of ``preset`` as ``dpkit experiment compare`` runs them.
+
+    ``run_cell`` defaults to :class:`~dpkit.experiments.cells.LocalCells` of the
+    preset; the JSON files go to ``out`` (a fresh scratch folder by default).
+    Returns ``{cell: body}``.
+    """
+    if run_cell is None:
+        from dpkit.experiments.cells import LocalCells
+
+        run_cell = LocalCells(preset)
+    out = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="dpkit-slice-"))
+    Sweep(preset, out, run_cell, progress=lambda line: None, only=tuple(chosen)).run()
+    return {cell: json.loads(cell_path(out, *cell).read_text()) for cell in chosen}
+
+
+def disagreements(stored: dict, rerun: dict, metrics: Sequence[str] = CHECKED_METRICS) -> list[str]:
+    """Each metric of the re-run ``rerun`` outside the stored cell's 95% interval, as one line."""
+    problems = []
+    name = "{dataset} {method} epsilon {epsilon} seed {seed}".format(**stored["cell"])
+    if stored["cell"] != rerun["cell"]:
+        return [f"{name}: the re-run is another cell ({rerun['cell']})"]
+    for metric in metrics:
+        kept, again = stored["metrics"][metric], rerun["metrics"][metric]["estimate"]
+        if not kept["low"] - 1e-9 <= again <= kept["high"] + 1e-9:
+            problems.append(f"{name}: {metric} re-ran to {again:.3f}, outside the stored "
+                            f"{kept['estimate']:.3f} [{kept['low']:.3f}, {kept['high']:.3f}]")
+    return problems
