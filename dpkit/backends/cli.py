@@ -75,6 +75,10 @@ def _prepare(args: argparse.Namespace):
     GenerationParams.checked(**generation)
     name = args.backend or os.environ.get("DPKIT_BACKEND") or "local"
     backend = get_backend(name, args.model, cache=not args.no_cache, batch_size=batch_size, runtime=args.runtime)
+    if getattr(backend, "remote", False) and not args.public:  # refused before a run folder exists (exit 2)
+        raise ParameterError("--public", False, f"is needed with the {backend.name!r} backend, which sends the "
+                             "prompts off this machine: only text that was never private may go as it is (declare "
+                             "it with --public); private text must first go through a dpkit DP mechanism")
     if name == "local" and args.model is not None:
         looks_like_path = args.model.startswith(("/", ".", "~")) or args.model.count("/") != 1
         if looks_like_path and not Path(args.model).expanduser().exists():
