@@ -81,17 +81,17 @@ PRESETS: dict[str, Preset] = {
                    estimate="ESTIMATE, not measured: longer than the comparison chapter at the same sizes, since "
                             "private prediction is decoded once per epsilon here (the chapter reuses one decoding "
                             "wherever the token cap does not bind)"),
-    # What fits this 2-core machine in about an hour while other work shares it (measured, see the estimate):
-    # the realistic data sizes (1,000 private training records and 200 test texts per label, two data sets,
-    # epsilon 1, 4 and infinity, 3 seeds), with fewer and shorter synthetic texts than the full preset:
-    # 20 texts of 32 tokens per label for DP-KPS and DP-ST (one DP-KPS release at 25 x 48 took 56 s on an idle
-    # machine, its generation dominating), and 5 texts of 24 tokens per label for private prediction, which
-    # decodes with PyTorch at about 0.5 s per step under load (20 texts x 32 tokens took over 6 minutes at
-    # load average 5).
+    # What fits this 2-core machine in about an hour while other work shares it (load average 8-14 when it
+    # ran): the realistic data sizes (1,000 private training records and 200 test texts per label, two data
+    # sets, epsilon 1, 4 and infinity, 3 seeds), with far fewer and shorter synthetic texts than the full
+    # preset: 10 texts of 32 tokens per label for DP-KPS and DP-ST, 4 texts of 16 tokens per label for private
+    # prediction (PyTorch decoding). Measured before choosing: one DP-KPS release at 25 x 48 took 56 s on an
+    # idle machine; at 20 x 32 a release had not finished after 10 minutes at load average 13; private
+    # prediction's 20 texts x 32 tokens took over 6 minutes at load average 5.
     "medium": Preset("medium", ("rotten_tomatoes", "health_tweets"), (1.0, 4.0, math.inf), (0, 1, 2),
-                     Sizes(per_class=20, max_new_tokens=32, pp_per_class=5, pp_max_new_tokens=24),
+                     Sizes(per_class=10, max_new_tokens=32, pp_per_class=4, pp_max_new_tokens=16),
                      max_per_class=1200, test_fraction=200 / 1200,
-                     estimate="about an hour on the 2-core CPU at load average 4-6 (measured: see README)"),
+                     estimate="about an hour on the 2-core CPU shared with other work (measured: see README)"),
     # The realistic sizes: 1,000 private training records and 200 test texts per label (where the data
     # set has them), 50 synthetic texts of 48 tokens per label, epsilon 1, 4 and infinity, 3 seeds, 2 data sets.
     "full": Preset("full", ("rotten_tomatoes", "health_tweets"), (1.0, 4.0, math.inf), (0, 1, 2),
