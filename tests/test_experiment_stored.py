@@ -86,7 +86,7 @@ def test_a_cell_without_provenance_or_at_other_sizes_is_refused(folder):
 def test_the_slice_reproduces_the_stored_rows(folder, tmp_path):
     chosen = [("toy", "real", math.inf, 1), ("toy", "dpst", 1.0, 1)]
     again = stored.rerun_slice(TINY, chosen, run_cell=fake_cell, out=tmp_path / "slice")
-    kept = {stored._cell_of(b): b for b in stored.load_cells(folder)}
+    kept = {stored.cell_key(b): b for b in stored.load_cells(folder)}
     assert set(again) == set(chosen)
     assert all(stored.disagreements(kept[c], again[c]) == [] for c in chosen)
     assert sorted(p.name for p in (tmp_path / "slice").glob("*.json")) == sorted(
@@ -98,7 +98,7 @@ def test_the_slice_check_fails_when_a_stored_row_does_not_reproduce(folder, tmp_
     path = cell_path(folder, "toy", "dpst", 1.0, 1)
     _rewrite(path, lambda b: b["metrics"]["balanced_accuracy"].update(estimate=0.75, low=0.70, high=0.80),
              fix_digest=True)
-    kept = {stored._cell_of(b): b for b in stored.load_cells(folder)}
+    kept = {stored.cell_key(b): b for b in stored.load_cells(folder)}
     again = stored.rerun_slice(TINY, [("toy", "dpst", 1.0, 1)], run_cell=fake_cell, out=tmp_path / "slice")
     problems = stored.disagreements(kept[("toy", "dpst", 1.0, 1)], again[("toy", "dpst", 1.0, 1)])
     assert len(problems) == 1 and "balanced_accuracy re-ran to 0.560, outside the stored 0.750" in problems[0]
@@ -118,4 +118,4 @@ def test_the_largest_preset_with_stored_cells_is_chosen(tmp_path):
 
 def test_the_stored_smoke_cells_of_the_repository_verify():
     cells = stored.load_cells(stored.default_root() / "smoke")
-    assert {stored._cell_of(b)[1] for b in cells} == {"real", "kps", "pp", "dpst"}
+    assert {stored.cell_key(b)[1] for b in cells} == {"real", "kps", "pp", "dpst"}

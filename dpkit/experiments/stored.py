@@ -52,7 +52,8 @@ def largest_stored_preset(root: Path | None = None) -> str:
                             "run `dpkit experiment compare --preset smoke` first")
 
 
-def _cell_of(body: dict) -> tuple[str, str, float, int]:
+def cell_key(body: dict) -> tuple[str, str, float, int]:
+    """``(dataset, method, epsilon, seed)`` of a stored cell, epsilon a float (``math.inf`` for infinity)."""
     cell = body["cell"]
     epsilon = math.inf if cell["epsilon"] == "inf" else float(cell["epsilon"])
     return cell["dataset"], cell["method"], epsilon, int(cell["seed"])
@@ -69,7 +70,7 @@ def load_cells(folder: Path) -> list[dict]:
         try:
             body = json.loads(path.read_text())
             preset = PRESETS[body["preset"]]
-            cell = _cell_of(body)
+            cell = cell_key(body)
         except (OSError, ValueError, KeyError, TypeError) as error:
             raise StoredResultError(f"{path.name}: not a stored comparison cell ({type(error).__name__})") from None
         missing = [key for key in PROVENANCE_KEYS if key not in body.get("provenance", {})]
@@ -90,7 +91,7 @@ def rows(cells: Sequence[dict]):
 
     out = []
     for body in cells:
-        dataset, method, epsilon, seed = _cell_of(body)
+        dataset, method, epsilon, seed = cell_key(body)
         metrics = body["metrics"]
         row = {"dataset": dataset, "method": method, "epsilon": epsilon, "seed": seed,
                "majority_baseline": metrics["majority_baseline"], "n_train": metrics["n_train"],
