@@ -93,3 +93,25 @@ def test_readme_api_example_runs_against_the_loopback_server(loopback, tmp_path)
     done = subprocess.run(argv, cwd=notebook.parent, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     assert len(loopback.bodies) > 0 and (tmp_path / "results.json").exists()
+    assert_only_privatized_prompts(loopback)
+
+
+def assert_only_privatized_prompts(api) -> None:
+    """Every request is a DP-KPS prompt: public template text around keyphrases that are terms of a PUBLIC
+    vocabulary (chosen by the private vocabulary's DP release), or a class prompt naming a public label."""
+    import json
+    import re
+
+    from dpkit.data import english_vocabulary, medical_vocabulary
+    from dpkit.kps.vocabulary import PhraseMatcher
+
+    public_terms = (set(PhraseMatcher(english_vocabulary(10_000, remove_stop_words=True)).terms)
+                    | set(PhraseMatcher(medical_vocabulary()).terms))
+    shapes = (r"Write one (?:new )?(.+?) that uses all of these terms: (?P<terms>.+)\. Reply with the \1 only\.",
+              r"Write one (.+?) about [^.]+\. Reply with the \1 only\.")
+    contents = [m["content"] for body in api.bodies for m in json.loads(body)["messages"]]
+    for content in contents:
+        match = next((m for m in (re.fullmatch(shape, content, flags=re.S) for shape in shapes) if m), None)
+        assert match is not None, "a request that is not a DP-KPS prompt reached the API"
+        terms = match.groupdict().get("terms")
+        assert terms is None or set(terms.split(", ")) <= public_terms, "a keyphrase outside the public vocabulary"

@@ -163,7 +163,8 @@ def rows_rule(args: argparse.Namespace, method):
     public fraction: ``--sample-fraction``, or ``--limit N`` (and the smoke
     preset's limit) over the row count ``--rows M`` the user declares. Without
     a declared row count the smoke preset keeps every row (its sizes are the
-    method's, not the input's). Replace-one methods (dpst) keep the first N rows.
+    method's, not the input's), up to :func:`smoke_max_rows` (more is refused by
+    :func:`read_rows`). Replace-one methods (dpst) keep the first N rows.
     """
     from dpkit.data.selection import row_rule
 
