@@ -5,10 +5,11 @@ releases through :data:`dpkit.methods.METHODS` (or the mechanism modules a chapt
 derives), score them against real test texts, and arrange the numbers the
 chapters plot. What they report is evaluation, never part of a release.
 
-Modules: :mod:`~dpkit.experiments.compare` (the three methods at equal epsilon,
-intervals over seeds), :mod:`~dpkit.experiments.results` (``dpkit experiment
+Modules: :mod:`~dpkit.experiments.compare` (the comparison's public sizes and
+each method's configuration, intervals over seeds), :mod:`~dpkit.experiments.results` (``dpkit experiment
 compare``: the comparison at a size preset, one provenance-stamped JSON per cell,
-resumable), :mod:`~dpkit.experiments.cells` (one such cell on this machine, through the method's own
+resumable), :mod:`~dpkit.experiments.stored` (the stored cells loaded, checked, summarized and
+re-run in part), :mod:`~dpkit.experiments.cells` (one such cell on this machine, through the method's own
 ``synthesize``), :mod:`~dpkit.experiments.kps_corpora` (the DP-KPS chapter's corpora
 and baselines), :mod:`~dpkit.experiments.chapter_ledger` (one ledger over a
 chapter's repeated DP-ST releases), :mod:`~dpkit.experiments.audit_study` (the

@@ -4,9 +4,8 @@
 The release is made exactly as ``dpkit synth`` makes it
 (:data:`dpkit.methods.METHODS`): DP-KPS and private prediction read every
 training record of the split; DP-ST, a local method, privatizes only the records
-it releases (``per_class`` per label, drawn from the seed's own node, as in
-:func:`dpkit.experiments.compare.run_grid`). Only the release's wall time is the
-``wall_s`` of a cell; loading the data and the models is not.
+it releases (``per_class`` per label, drawn from the seed's own node). Only the
+release's wall time is the ``wall_s`` of a cell; loading the data and the models is not.
 
 The scores read real test texts and, for the ``real`` cell, real training texts:
 evaluation, never part of a release.

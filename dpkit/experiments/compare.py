@@ -1,40 +1,32 @@
-"""The three methods side by side at equal epsilon: one grid, one classifier, intervals over seeds.
+"""The three methods side by side at equal epsilon: public sizes, each method's configuration, intervals.
 
-:func:`run_grid` runs, for one data set and its fixed split, every method of
-:data:`dpkit.methods.METHODS` at every epsilon of a grid and for several seeds,
-and scores every synthetic set with the project's one classifier
-(:func:`dpkit.evaluation.evaluate`) on the same real test texts. Next to them:
-real training texts of the same size and the majority class. :func:`summarize`
-turns the per-seed rows into means with 95% Student-t intervals over the seeds.
-
-Sizes are public and equal across methods: each releases ``per_class`` texts per
-label (DP-KPS ``n_per_class``; private prediction ``n_batches`` batches per
-label, one text each; DP-ST privatizes ``per_class`` records per label, one
-output each).
+:class:`Sizes` are the public sizes and decoding choices of a comparison, the
+same for every method, epsilon and seed (each method releases ``per_class``
+texts per label: DP-KPS ``n_per_class``; private prediction ``n_batches``
+batches per label, one text each, or ``pp_per_class`` where a preset affords
+it fewer; DP-ST privatizes ``per_class`` records per label, one output each).
+:func:`configs` turns them into each method's public Config at an epsilon;
+:func:`summarize` and :func:`t_interval` give means over seeds with 95%
+Student-t intervals. ``dpkit experiment compare``
+(:mod:`dpkit.experiments.results`) runs the comparison through each method's
+own ``synthesize``.
 
 epsilon = infinity is the *non-private run of each pipeline*: the same code at
 :data:`NOISE_OFF_EPSILON`, where every noise scale (DP-KDE, exponential
 mechanisms, randomized response) is negligible and private prediction's token
 cap never binds. It is a ceiling, not a release.
-
-Everything here is evaluation: it reads private training texts (to build the
-releases and the real-data reference) and real test texts, and it reports
-counts such as private prediction's fraction of private tokens. None of it is a
-release; the releases themselves are what :mod:`dpkit.methods` returns.
 """
 
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass, replace
 from typing import Sequence
 
 import numpy as np
 
-from dpkit.methods import Records, dpst, kps, pp
-from dpkit.seeds import generator, root_sequence
-from dpkit.validate import ParameterError, check_int
+from dpkit.methods import dpst, kps, pp
+from dpkit.validate import check_int
 
 #: The epsilon at which a pipeline runs for the "epsilon = infinity" (noise off) column.
 NOISE_OFF_EPSILON = 1e6
@@ -105,27 +97,6 @@ def per_class_subset(labels: Sequence[int], per_class: int, rng: np.random.Gener
     return chosen
 
 
-def _pp_release(records: Records, config, seed_sequence) -> tuple[list[str], list[str], float]:
-    """Private prediction as :func:`dpkit.methods.pp.synthesize` runs it, keeping the run's
-    private-token fraction (an evaluation statistic, never part of a release).
-
-    The chapter keeps this path rather than calling ``synthesize``: ``synthesize``
-    returns no private-token fraction, and :func:`run_grid` decodes once for every
-    epsilon whose cap does not bind (:func:`pp_decoding_key`), which keeps the
-    chapter's runtime. ``dpkit experiment compare`` (:mod:`dpkit.experiments.cells`)
-    calls ``synthesize`` itself, one release per cell.
-    """
-    from dpkit.privpred import generate_synthetic, resolve_local_lm
-
-    records = records.capped(config.max_chars)
-    texts = [t if t.strip() else pp.EMPTY_TEXT for t in records.texts]
-    result = generate_synthetic(texts, pp.template_for(config, True), config.pp_config(), labels=records.labels,
-                                label_names=records.label_set, n_batches=config.n_batches,
-                                model=resolve_local_lm(None), seed=seed_sequence)
-    names = [records.label_set[int(e.label)] for e in result.examples]
-    return [e.text.strip() for e in result.examples], names, float(result.stats["private_fraction"])
-
-
 def pp_decoding_key(config) -> tuple:
     """What a private-prediction run's tokens depend on, besides the records and the seed.
 
@@ -140,87 +111,6 @@ def pp_decoding_key(config) -> tuple:
     cap = min(settings.max_private_tokens, settings.step_limit)
     return (replace(settings, max_private_tokens=cap), config.n_batches, config.template, config.hash_key,
             config.max_chars, pcfg.max_record_tokens)
-
-
-def run_grid(data, epsilons: Sequence[float], seeds: Sequence[int], sizes: Sizes, *, backend, embedder,
-             document_type: str, vocabulary: str = "english", methods: Sequence[str] = METHOD_NAMES,
-             smoke: bool = False, n_bootstrap: int = 200, progress=print) -> list[dict]:
-    """Per-seed rows: ``method``, ``epsilon``, ``seed``, metrics, ``wall_s`` and method extras.
-
-    ``data``: a :class:`dpkit.data.Dataset` (its split is used as is). Extras:
-    ``private_fraction`` (private prediction), ``similarity``, ``attack_original``
-    and ``attack_private`` (DP-ST: cosine of each output to its record, and the
-    accuracy of an attacker trained on the real test texts to recover the label,
-    on the records and on their outputs).
-    """
-    from dpkit.evaluation import evaluate, train
-
-    for name in methods:
-        if name not in METHOD_NAMES:
-            raise ParameterError("methods", name, f"must be among {METHOD_NAMES}")
-    seeds = [check_int("seed", s, minimum=0) for s in seeds]
-    names = tuple(data.label_names)
-    train_texts, train_labels = list(data.train_texts), [int(y) for y in data.train_labels]
-    test_texts, test_labels = list(data.test_texts), [names[int(y)] for y in data.test_labels]
-    x_test = np.asarray(embedder.encode(test_texts), dtype=np.float64)
-    attacker = train(test_texts, test_labels, features=x_test)
-    records = Records(tuple(train_texts), tuple(train_labels), names)
-
-    def score(texts, labels, seed):
-        return evaluate(texts, labels, test_texts, test_labels, embedder=embedder, test_features=x_test,
-                        n_bootstrap=n_bootstrap, seed=seed)
-
-    rows = []
-
-    def add(method, epsilon, seed, result, wall, **extra):
-        row = {"method": method, "epsilon": float(epsilon), "seed": seed, "wall_s": wall,
-               "n_train": result["n_train"], "majority_baseline": result["majority_baseline"]}
-        for metric in ("balanced_accuracy", "macro_f1", "accuracy"):
-            row[metric] = result[metric]["estimate"]
-        row.update(extra)
-        rows.append(row)
-
-    for seed in seeds:
-        rng = generator(root_sequence(seed), 9)  # the real-data subset: its own node of the seed
-        subset = per_class_subset(train_labels, sizes.per_class, rng)
-        real = score([train_texts[i] for i in subset], [names[train_labels[i]] for i in subset], seed)
-        add("real, same size", math.inf, seed, real, 0.0)
-        add("majority class", math.inf, seed, {**real, "balanced_accuracy": {"estimate": real["majority_baseline"]},
-                                                 "macro_f1": {"estimate": float("nan")},
-                                                 "accuracy": {"estimate": real["majority_accuracy"]}}, 0.0)
-        decoded = {}  # private prediction at every epsilon whose token cap does not bind: decoded once
-        for epsilon in epsilons:
-            cfg = configs(epsilon, sizes, document_type=document_type, vocabulary=vocabulary, smoke=smoke)
-            root = root_sequence(seed)
-            for name in methods:
-                start = time.perf_counter()
-                extra = {}
-                if name == "pp":
-                    key = pp_decoding_key(cfg["pp"])
-                    if key not in decoded:
-                        decoded[key] = (*_pp_release(records, cfg["pp"], root), time.perf_counter() - start)
-                    texts, labels, extra["private_fraction"], first_wall = decoded[key]
-                    start = time.perf_counter() - first_wall  # the wall time of the decoding, reused or not
-                elif name == "kps":
-                    release = kps.synthesize(records, cfg["kps"], None, backend, root)
-                    texts, labels = release.texts(), release.labels()
-                else:
-                    sub = Records(tuple(train_texts[i] for i in subset), tuple(train_labels[i] for i in subset), names)
-                    release = dpst.synthesize(sub, cfg["dpst"], None, backend, root)
-                    texts, labels = release.texts(), release.labels()
-                    originals = np.asarray(embedder.encode(list(sub.texts)), dtype=np.float64)
-                    outputs = np.asarray(embedder.encode(texts), dtype=np.float64)
-                    truth = np.array([names[y] for y in sub.labels], dtype=object)
-                    extra = {"similarity": float(np.mean(np.sum(originals * outputs, axis=1))),
-                             "attack_original": float(np.mean(attacker(originals) == truth)),
-                             "attack_private": float(np.mean(attacker(outputs) == truth))}
-                wall = time.perf_counter() - start
-                kept = [(t, y) for t, y in zip(texts, labels) if t.strip()]
-                result = score([t for t, _ in kept] or ["(nothing)"], [y for _, y in kept] or [names[0]], seed)
-                add(name, epsilon, seed, result, wall, **extra)
-                progress(f"seed {seed} epsilon {epsilon:g} {name}: balanced accuracy "
-                         f"{rows[-1]['balanced_accuracy']:.3f} ({len(kept)} texts, {wall:.0f} s)")
-    return rows
 
 
 def t_interval(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float, float]:
@@ -252,11 +142,3 @@ def summarize(rows: Sequence[dict], columns: Sequence[str] = ("balanced_accuracy
                 row[column], row[column + "_low"], row[column + "_high"] = t_interval(part[column].tolist())
         out.append(row)
     return pd.DataFrame(out)
-
-
-def relative_gain(utility_private: float, utility_original: float, attack_private: float,
-                  attack_original: float) -> float:
-    """DP-ST's ``RG = U_p / U_o - EP_p / EP_o`` (:func:`dpkit.dpst.evaluate.relative_gain`)."""
-    from dpkit.dpst.evaluate import relative_gain as rg
-
-    return rg(utility_private, utility_original, attack_private, attack_original)
