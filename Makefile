@@ -57,12 +57,14 @@ test: $(STAMP) browser
 smoke: $(STAMP)
 	$(VENV)/bin/python -m pytest tests/test_notebooks.py
 
-# The method comparison at the issue's realistic sizes, outside the book build: one JSON per
-# (data set, method, epsilon, seed) in results/compare/, resumable (rerun after a crash).
-# ESTIMATED about 100 hours on a 2-core CPU (extrapolated from one measured private-prediction
-# batch, not a run; private prediction dominates); see `dpkit experiment compare --help`.
+# The method comparison outside the book build: one JSON per (data set, method, epsilon, seed) in
+# results/compare/$(PRESET)/, resumable (rerun after a crash). The default preset, medium, keeps the
+# realistic data sizes with few, short synthetic texts (its measured wall time is in the
+# README); PRESET=full (50 texts of 48 tokens per label) is ESTIMATED at about 100 hours on this CPU.
+# One thread per process: with two, thread barriers stalled on the busy machine.
+PRESET ?= medium
 results: $(STAMP)
-	nice -n 10 $(PY) -m dpkit experiment compare --preset full --out results/compare
+	OMP_NUM_THREADS=1 DPKIT_THREADS=1 nice -n 10 $(PY) -m dpkit experiment compare --preset $(PRESET)
 
 benchmarks: $(STAMP)
 	@for b in benchmarks/*.py; do echo "==> $$b"; $(PY) $$b || exit 1; done
