@@ -60,8 +60,9 @@ class Preset:
     estimate: str = ""            # expected wall time on the 2-core CPU machine: an ESTIMATE, not a measurement
 
     def cells(self) -> Iterator[tuple[str, str, float, int]]:
-        for dataset in self.datasets:
-            for seed in self.seeds:
+        """Seed by seed, every data set within a seed: a sweep stopped early holds whole seeds."""
+        for seed in self.seeds:
+            for dataset in self.datasets:
                 yield dataset, REAL, math.inf, seed
                 for epsilon in self.epsilons:
                     for method in self.methods:
