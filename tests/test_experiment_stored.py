@@ -119,3 +119,12 @@ def test_the_largest_preset_with_stored_cells_is_chosen(tmp_path):
 def test_the_stored_smoke_cells_of_the_repository_verify():
     cells = stored.load_cells(stored.default_root() / "smoke")
     assert {stored.cell_key(b)[1] for b in cells} == {"real", "kps", "pp", "dpst"}
+
+
+def test_the_stored_smoke_reference_cell_reproduces_through_the_local_runner(tmp_path):
+    # the real-data cell runs the embedder and the classifier, not the LLM: a seeded re-run is exact here
+    cells = {stored.cell_key(b): b for b in stored.load_cells(stored.default_root() / "smoke")}
+    cell = ("rotten_tomatoes", "real", math.inf, 0)
+    again = stored.rerun_slice(results.PRESETS["smoke"], [cell], out=tmp_path / "slice")
+    assert stored.disagreements(cells[cell], again[cell]) == []
+    assert again[cell]["metrics"]["balanced_accuracy"] == cells[cell]["metrics"]["balanced_accuracy"]
