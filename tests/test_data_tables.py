@@ -82,3 +82,10 @@ def test_label_set_rules():
     assert label_set(["a,b", "c"], '["a,b", "c"]') == ("a,b", "c")
     with pytest.raises(ParameterError, match="distinct"):
         label_set(["x"], "x,x")
+
+
+@pytest.mark.parametrize("ending", ["\n", "\r\n", "\r"])
+def test_every_line_ending_is_read(tmp_path, ending):
+    path = write(tmp_path, "a.csv", ending.join(["text,label", '"two' + ending + 'lines",x', "plain,y", ""]))
+    table = read_table(path, "text", "label")
+    assert table.texts == ("two" + ending + "lines", "plain") and table.labels == ("x", "y")

@@ -49,10 +49,14 @@ def _lines(path: Path, handle, progress: Callable[[int], None] | None) -> Iterat
             raise ParameterError("--input", str(path), "is a binary file (it contains NUL bytes); "
                                  "give a UTF-8 CSV, TSV or JSON Lines file")
         try:
-            yield raw.decode("utf-8")
+            text = raw.decode("utf-8")
         except UnicodeDecodeError as error:
             raise ParameterError("--input", str(path), f"is not UTF-8 (byte 0x{raw[error.start]:02x} on line "
                                  f"{number}); re-encode it, e.g. `iconv -f latin1 -t utf-8`") from None
+        if "\r" in text.rstrip("\r\n"):  # a bare carriage return also ends a line (old Mac files)
+            yield from (piece.decode("utf-8") for piece in raw.splitlines(keepends=True))
+        else:
+            yield text
 
 
 def _delimited(path: Path, lines: Iterator[str], delimiter: str, columns: dict) -> Iterator[dict]:
