@@ -129,3 +129,22 @@ def test_the_independent_sketch_from_term_weights_equals_the_sketch_over_occurre
         expected = kde_sketch(embeddings[ids], features, document_weights(owners, "mean")[0])
         np.testing.assert_allclose(kde_sketch(embeddings, features, weights[label]), expected, atol=1e-9)
         assert weights[label].sum() == pytest.approx(sum(1 for d in mine if d))  # each document weighs 1
+
+
+def test_the_faster_row_hash_is_the_documented_hmac():
+    """The reader hashes every row, so the hash reuses a keyed HMAC and one JSON encoder; the rule is unchanged:
+    HMAC-SHA256(sha256("dpkit row selection\\0" + salt), json.dumps([text, label], ensure_ascii=False))."""
+    import hashlib
+    import hmac
+    import json
+
+    from dpkit.data.selection import keep
+
+    chooser = random.Random(1)
+    for _ in range(2000):
+        text = "".join(chooser.choice('ab é"\\\n中') for _ in range(chooser.randint(0, 30)))
+        label, fraction = chooser.choice([None, "x", "1", "é"]), chooser.random()
+        salt = chooser.choice(["dpkit-rows-v1", "another public salt"])
+        key = hashlib.sha256(b"dpkit row selection\x00" + salt.encode("utf-8")).digest()
+        digest = hmac.new(key, json.dumps([text, label], ensure_ascii=False).encode("utf-8"), hashlib.sha256).digest()
+        assert keep(text, label, fraction, salt) == (int.from_bytes(digest[:8], "big") < int(fraction * 2**64))

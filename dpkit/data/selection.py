@@ -104,18 +104,26 @@ class RowRule:
                                            self.salt)]
 
 
-@functools.lru_cache(maxsize=16)
 def _key(salt: str) -> bytes:
     return hashlib.sha256(b"dpkit row selection\x00" + salt.encode("utf-8")).digest()
+
+
+@functools.lru_cache(maxsize=16)
+def _keyed(salt: str):
+    """An HMAC-SHA256 already keyed by the salt's key; each record hashes a copy (same digest, less work)."""
+    return hmac.new(_key(salt), digestmod=hashlib.sha256)
+
+
+_ENCODE = json.JSONEncoder(ensure_ascii=False).encode  # the text of json.dumps(..., ensure_ascii=False)
 
 
 def keep(text: str, label: str | None, fraction: float, salt: str = DEFAULT_SALT) -> bool:
     """Whether the record ``(text, label)`` is kept at ``fraction``: a function of this record alone."""
     if fraction >= 1.0:
         return True
-    message = json.dumps([text, label], ensure_ascii=False).encode("utf-8")
-    digest = hmac.new(_key(salt), message, hashlib.sha256).digest()
-    return int.from_bytes(digest[:8], "big") < int(fraction * _SCALE)
+    mac = _keyed(salt).copy()
+    mac.update(_ENCODE([text, label]).encode("utf-8"))
+    return int.from_bytes(mac.digest()[:8], "big") < int(fraction * _SCALE)
 
 
 def row_rule(*, per_record: bool, limit: int | None = None, declared_rows: int | None = None,
