@@ -2,10 +2,15 @@
 ``synthesize``, scored by the project's classifier.
 
 The release is made exactly as ``dpkit synth`` makes it
-(:data:`dpkit.methods.METHODS`): DP-KPS and private prediction read every
-training record of the split; DP-ST, a local method, privatizes only the records
-it releases (``per_class`` per label, drawn from the seed's own node). Only the
-release's wall time is the ``wall_s`` of a cell; loading the data and the models is not.
+(:data:`dpkit.methods.METHODS`). DP-KPS reads every training record of the split.
+DP-ST, a local method, privatizes only the records it releases (``per_class`` per
+label, drawn from the seed's own node). Private prediction reads the records its
+batches hold at their expected size, ``n_batches x ceil(s)`` per label, drawn from
+another node of the seed: it writes one text per batch, so all the records of a
+large split would make each batch hundreds of prompts, each decoded at every
+step (on a CPU, hours per release). Each cell is then a release of the records it
+read. Only the release's wall time is the ``wall_s`` of a cell; loading the data
+and the models is not.
 
 The scores read real test texts and, for the ``real`` cell, real training texts:
 evaluation, never part of a release.
@@ -81,10 +86,12 @@ class LocalCells:
         return self._data[name]
 
     def runtime(self) -> dict:
+        from dpkit.privpred import runtime_name
+
         backend = self._models()[0]
-        # DP-KPS and DP-ST generate through the backend's runtime; private prediction decodes
-        # through the backend's LocalLM (dpkit.privpred.resolve_local_lm), which is PyTorch
-        return {"generation": getattr(backend, "runtime", None), "private_prediction": "torch",
+        # DP-KPS and DP-ST generate through the backend's runtime; private prediction decodes with the
+        # model dpkit.privpred.resolve_local_lm picks for the backend (llama.cpp or PyTorch: runtime_name)
+        return {"generation": getattr(backend, "runtime", None), "private_prediction": runtime_name(backend),
                 "torch": package_version("torch"), "llama_cpp": package_version("llama_cpp_python")}
 
     def model(self) -> str:
@@ -107,8 +114,14 @@ class LocalCells:
         else:
             cfg = configs(epsilon, self.preset.sizes, document_type=DOCUMENT_TYPES.get(dataset, "short text"),
                           smoke=self.preset.smoke)[method]
-            source = records if method != "dpst" else Records(tuple(records.texts[i] for i in subset),
-                                                              tuple(records.labels[i] for i in subset), names)
+            if method == "kps":
+                source = records
+            else:
+                chosen = subset if method == "dpst" else per_class_subset(
+                    records.labels, cfg.n_batches * math.ceil(cfg.expected_batch_size),
+                    generator(root_sequence(seed), 10))
+                source = Records(tuple(records.texts[i] for i in chosen), tuple(records.labels[i] for i in chosen),
+                                 names)
             key = (dataset, seed, pp_decoding_key(cfg)) if method == "pp" else None
             if key in self._decoded:  # the same tokens from the same seed: decoded once (see the class docstring)
                 texts, labels, wall, first = self._decoded[key]
@@ -120,7 +133,8 @@ class LocalCells:
                 texts, labels = release.texts(), release.labels()
                 if key is not None:
                     self._decoded[key] = (texts, labels, wall, "inf" if math.isinf(epsilon) else f"{epsilon:g}")
-            release_info.update({"n_texts": len(texts), "config_epsilon": cfg.epsilon,
+            release_info.update({"n_texts": len(texts), "n_records_read": len(source.texts),
+                                 "config_epsilon": cfg.epsilon,
                                  "noise_off": math.isinf(epsilon)})
             if "decoding_shared_with_epsilon" not in release_info:
                 release_info.update({"epsilon": release.epsilon, "delta": release.delta})
