@@ -7,18 +7,18 @@ repetition so that both see the same machine load:
 * generation, batch 1 and batch 8: ``--tokens`` greedy tokens per row (end tokens
   suppressed, so both do the same work), prefill included; the ratio llama.cpp /
   PyTorch per repetition, then the median;
-* private decoding at s in ``--sizes``: ``--pp-tokens`` steps of s private rows plus
-  the public row with dpkit's exact private sampler choosing every token (SVT
-  off: every token private). PyTorch: ``dpkit.privpred.decode_batch`` (cached
-  steps, every private row cached: its fastest setting). llama.cpp: two
-  :class:`dpkit.models.llamacpp_rows.LlamaCppGroup`
-  with the same sampler. Also llama.cpp's plain generation of the same s + 1
-  prompts, and the ratio of step times private / plain (target <= 1.3);
-* ``--load-test``: a llama.cpp batch-1 generation and a private step at s = 8 with
-  one and with two threads, first as the machine is, then with ``--spinners``
-  busy processes added (a load of about 4 on two cores): the slow-down under load
-  per thread count (target <= about 2x). The spinners are this script's own
-  children and are stopped by their process ids.
+* private decoding at s in ``--sizes``: ``--pp-tokens`` released tokens of
+  :func:`dpkit.privpred.decode_batch` (s private rows plus the public row, dpkit's
+  exact private sampler choosing every token, SVT off: every token private, every
+  private row cached) on each runtime: PyTorch's ``LocalLM`` and llama.cpp's
+  ``LlamaCppPrivateLM`` (:mod:`dpkit.privpred.llamacpp_engine`), prefill included;
+  the ratio llama.cpp / PyTorch, and llama.cpp's time per released token over its
+  plain generation per token, of the same s + 1 prompts and of batch 1 (target <= 1.3);
+* ``--load-test``: llama.cpp batch-1 generation and private decoding at s = 8, with
+  dpkit's thread policy and with one thread, first as the machine is, then with
+  ``--spinners`` (default 2) busy-loop processes added for a few seconds: the slow-down
+  under load (target <= about 2x). The spinners are this script's own children and
+  are stopped by their process ids.
 
 The 1-minute load average is printed with every measurement: on a shared machine
 every number depends on it. Threads: ``--threads`` for both runtimes (default:
@@ -38,6 +38,7 @@ import statistics
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
@@ -78,20 +79,27 @@ def torch_generate(lm, texts: list[str], tokens: int) -> float:
     return time.perf_counter() - start
 
 
-def llama_generate(llm, texts: list[str], tokens: int, threads: int | None) -> float:
-    ids = [llm.tokenize(t) for t in texts]
+@contextmanager
+def llama_threads(threads: int | None):
+    """``DPKIT_THREADS`` set to ``threads`` for the block (None: dpkit's policy, choose_threads)."""
     saved = os.environ.get("DPKIT_THREADS")
     if threads:
         os.environ["DPKIT_THREADS"] = str(threads)
     try:
-        start = time.perf_counter()
-        out = llm.generate_ids(ids, max_new_tokens=tokens, stop_at_end=False)
-        elapsed = time.perf_counter() - start
+        yield
     finally:
         if saved is None:
             os.environ.pop("DPKIT_THREADS", None)
         else:
             os.environ["DPKIT_THREADS"] = saved
+
+
+def llama_generate(llm, texts: list[str], tokens: int, threads: int | None) -> float:
+    ids = [llm.tokenize(t) for t in texts]
+    with llama_threads(threads):
+        start = time.perf_counter()
+        out = llm.generate_ids(ids, max_new_tokens=tokens, stop_at_end=False)
+        elapsed = time.perf_counter() - start
     assert all(len(o) == tokens for o in out)
     return elapsed
 
@@ -100,40 +108,24 @@ def llama_generate(llm, texts: list[str], tokens: int, threads: int | None) -> f
 SETTINGS = dict(clip=10.0, temperature=2.0)
 
 
-def torch_private(lm, private: list[str], public: str, tokens: int) -> float:
-    import dataclasses
+def private_settings(s: int, tokens: int):
+    from dpkit.privpred import DecodeSettings
 
-    from dpkit.privpred import DecodeSettings, decode_batch
+    # every private row cached (each runtime's fastest setting); SVT off: every token private
+    return DecodeSettings(expected_batch_size=s, max_private_tokens=tokens, max_new_tokens=tokens, max_steps=tokens,
+                          private_cache_rows=max(64, s), **SETTINGS)
 
-    extra = {}
-    if "private_cache_rows" in {f.name for f in dataclasses.fields(DecodeSettings)}:
-        extra["private_cache_rows"] = max(16, len(private))    # every row cached: PyTorch's fastest setting
-    st = DecodeSettings(expected_batch_size=len(private), max_private_tokens=tokens, max_new_tokens=tokens,
-                        max_steps=tokens, **SETTINGS, **extra)
-    start = time.perf_counter()
-    res = decode_batch(lm, private, public, st, np.random.default_rng(0))
-    elapsed = time.perf_counter() - start
+
+def private_step(model, private: list[str], public: str, tokens: int, threads: int | None = None) -> float:
+    """Seconds per released token of ``dpkit.privpred.decode_batch`` on ``model`` (PyTorch's LocalLM or
+    llama.cpp's LlamaCppPrivateLM), prefill and context set-up included."""
+    from dpkit.privpred import decode_batch
+
+    with llama_threads(threads):
+        start = time.perf_counter()
+        res = decode_batch(model, private, public, private_settings(len(private), tokens), np.random.default_rng(0))
+        elapsed = time.perf_counter() - start
     return elapsed / max(1, res.private_tokens + res.public_tokens)
-
-
-def llama_private(llm, private: list[str], public: str, tokens: int, threads: int | None = None) -> float:
-    from dpkit.models.llamacpp_rows import LlamaCppGroup
-    from dpkit.privpred.sampling import sample_private_token
-
-    rng = np.random.default_rng(0)
-    ends = set(llm.eos_token_ids)
-    start = time.perf_counter()
-    groups = [LlamaCppGroup(llm, [llm.tokenize(t) for t in private], tokens, threads=threads, torch=False),
-              LlamaCppGroup(llm, [llm.tokenize(public)], tokens, threads=threads, torch=False)]
-    for _ in range(tokens):
-        token = int(sample_private_token(groups[0].logits, SETTINGS["clip"], len(private),
-                                         SETTINGS["temperature"], rng))
-        for group in groups:
-            group.restart() if token in ends else group.advance(token)
-    elapsed = time.perf_counter() - start
-    for group in groups:
-        group.close()
-    return elapsed / tokens
 
 
 # ----------------------------------------------------------------- runs
@@ -141,7 +133,7 @@ def median(xs):
     return statistics.median(xs) if xs else float("nan")
 
 
-def compare(args, lm, llm) -> dict:
+def compare(args, lm, llm, plm) -> dict:
     rows: dict[str, list] = {}
     for rep in range(args.reps):
         for batch in (1, 8):
@@ -159,13 +151,15 @@ def compare(args, lm, llm) -> dict:
             private, public = private_prompts(s)
             pt, pl = [llm.chat(p) for p in private], llm.chat(public)
             before = load()
-            step_torch = torch_private(lm, pt, pl, args.pp_tokens)
-            step_llama = llama_private(llm, pt, pl, args.pp_tokens)
+            step_torch = private_step(lm, pt, pl, args.pp_tokens)
+            step_llama = private_step(plm, pt, pl, args.pp_tokens, args.threads)
             plain = llama_generate(llm, pt + [pl], args.pp_tokens, args.threads) / args.pp_tokens
+            single = llama_generate(llm, [pl], args.pp_tokens, args.threads) / args.pp_tokens
             print(f"rep {rep} s={s} private step torch {1000 * step_torch:6.0f} ms, llama {1000 * step_llama:6.0f} ms, "
-                  f"llama plain (s+1 rows) {1000 * plain:6.0f} ms  load {before}", flush=True)
+                  f"llama plain (s+1 rows) {1000 * plain:6.0f} ms, llama plain batch 1 {1000 * single:5.0f} ms/token  "
+                  f"load {before}", flush=True)
             rows.setdefault(f"s{s}", []).append({"torch": 1 / step_torch, "llama": 1 / step_llama,
-                                                 "llama_plain": 1 / plain})
+                                                 "llama_plain": 1 / plain, "llama_single": 1 / single})
     summary = {}
     print("\nmedian over repetitions (tokens/s; private decoding: released tokens/s):")
     for key, reps in rows.items():
@@ -175,7 +169,9 @@ def compare(args, lm, llm) -> dict:
         text = f"  {key:4s} torch {line['torch']:7.1f}  llama.cpp {line['llama']:7.1f}  ratio {ratio:5.2f}x"
         if "llama_plain" in reps[0]:
             line["private_over_plain_time"] = median([r["llama_plain"] / r["llama"] for r in reps])
-            text += f"  llama private/plain step time {line['private_over_plain_time']:4.2f}"
+            line["private_over_single_time"] = median([r["llama_single"] / r["llama"] for r in reps])
+            text += (f"  llama private/plain step time {line['private_over_plain_time']:4.2f} (same s+1 rows), "
+                     f"{line['private_over_single_time']:4.2f} (vs batch-1 token)")
         print(text)
         summary[key] = line
     return {"reps": rows, "summary": summary}
@@ -185,30 +181,38 @@ def spin(n: int) -> list[subprocess.Popen]:
     return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
 
 
-def load_test(args, llm) -> dict:
+def load_test(args, llm, plm) -> dict:
+    """Batch-1 generation and private decoding at s = 8 (decode_batch on llama.cpp), as the machine is and with
+    ``args.spinners`` busy-loop processes added, for dpkit's thread policy and for one thread."""
+    from dpkit.models.llamacpp import choose_threads
+
     texts = [llm.chat(review_prompts(1)[0])]
     private, public = private_prompts(8)
     pt, pl = [llm.chat(p) for p in private], llm.chat(public)
     result = {}
-    for phase in ("as is", "loaded"):
-        children = spin(args.spinners) if phase == "loaded" else []
+    policies = {"policy": None, "1 thread": 1}
+    for phase in ("as is", "busy"):
+        children = spin(args.spinners) if phase == "busy" else []
         try:
             if children:
                 time.sleep(args.settle)
-            for threads in (1, 2):
-                b1 = 32 / llama_generate(llm, texts, 32, threads)
-                step = llama_private(llm, pt, pl, 16, threads=threads)
-                result[f"{phase} {threads}t"] = {"b1_tok_s": b1, "pp_step_ms": 1000 * step, "load": load()}
-                print(f"{phase:6s} threads {threads}: b1 {b1:6.1f} tok/s, private step s=8 {1000 * step:6.0f} ms, "
-                      f"load {load()}", flush=True)
+            for name, threads in policies.items():
+                with llama_threads(threads):
+                    used = choose_threads()
+                b1 = 16 / llama_generate(llm, texts, 16, threads)
+                step = private_step(plm, pt, pl, 8, threads)
+                result[f"{phase} {name}"] = {"threads": used, "b1_tok_s": b1, "pp_step_ms": 1000 * step,
+                                             "load": load()}
+                print(f"{phase:5s} {name:8s} ({used} threads): b1 {b1:6.1f} tok/s, private step s=8 "
+                      f"{1000 * step:6.0f} ms, load {load()}", flush=True)
         finally:
             for child in children:
                 child.kill()
                 child.wait()
-    for threads in (1, 2):
-        calm, busy = result[f"as is {threads}t"], result[f"loaded {threads}t"]
-        print(f"  {threads} thread(s): slow-down under load  b1 {calm['b1_tok_s'] / busy['b1_tok_s']:4.2f}x, "
-              f"private step {busy['pp_step_ms'] / calm['pp_step_ms']:4.2f}x")
+    for name in policies:
+        calm, busy = result[f"as is {name}"], result[f"busy {name}"]
+        print(f"  {name}: slow-down with {args.spinners} busy processes  b1 "
+              f"{calm['b1_tok_s'] / busy['b1_tok_s']:4.2f}x, private step {busy['pp_step_ms'] / calm['pp_step_ms']:4.2f}x")
     return result
 
 
@@ -221,17 +225,19 @@ def main(argv=None) -> int:
     p.add_argument("--threads", type=int, default=None, help="threads for both runtimes (default: dpkit's policy)")
     p.add_argument("--load-test", action="store_true")
     p.add_argument("--only-load-test", action="store_true")
-    p.add_argument("--spinners", type=int, default=4)
-    p.add_argument("--settle", type=float, default=20.0, help="seconds for the load average to rise")
+    p.add_argument("--spinners", type=int, default=2, help="busy-loop processes of the load test")
+    p.add_argument("--settle", type=float, default=3.0, help="seconds the spinners run before measuring")
     p.add_argument("--json", default=None)
     args = p.parse_args(argv)
 
     from dpkit import runtime
     from dpkit.models.llamacpp import choose_threads, load_llamacpp
+    from dpkit.privpred.llamacpp_engine import load_private_llamacpp
 
     runtime.set_offline()
     out = {"load_at_start": os.getloadavg(), "cores": os.cpu_count(), "omp_wait_policy": os.environ["OMP_WAIT_POLICY"]}
     llm = load_llamacpp()
+    plm = load_private_llamacpp()
     if not args.only_load_test:
         from dpkit.models.lm import load_lm
 
@@ -241,9 +247,9 @@ def main(argv=None) -> int:
         print(f"threads: torch {torch_threads}, llama.cpp {out['threads']['llama']}; load {load()}")
         llama_generate(llm, [llm.chat("Hi.")], 4, args.threads)      # warm-up both
         torch_generate(lm, [llm.chat("Hi.")], 4)
-        out["compare"] = compare(args, lm, llm)
+        out["compare"] = compare(args, lm, llm, plm)
     if args.load_test or args.only_load_test:
-        out["load_test"] = load_test(args, llm)
+        out["load_test"] = load_test(args, llm, plm)
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(out, fh, indent=2)

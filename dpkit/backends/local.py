@@ -92,9 +92,11 @@ class LocalBackend(Backend):
     differently; use ``batch_size=1`` there when bit-for-bit reproducibility across
     batchings matters.
 
-    ``lm`` is always the PyTorch model (private prediction reads its logits);
-    ``generator`` is what ``generate`` runs on. :meth:`describe` states ``runtime``
-    (for generation) and ``runtimes_used`` (what actually ran in this process).
+    ``lm`` is always the PyTorch model; ``generator`` is what ``generate`` runs on.
+    Private prediction decodes on the same runtime (llama.cpp's logits through
+    :mod:`dpkit.privpred.llamacpp_engine`, or ``lm``'s). :meth:`describe` states
+    ``runtime`` (generation and private prediction) and ``runtimes_used`` (what
+    actually ran through this backend in this process).
     """
 
     name = "local"
@@ -163,7 +165,8 @@ class LocalBackend(Backend):
             device = "cpu"
         else:
             device = str(self._lm.device) if self._lm is not None else (self.device_request or "auto")
-        # what actually ran: generation on `runtime`; private prediction reads `lm` (PyTorch) directly
+        # what actually ran through this backend: `lm` (PyTorch) or the generator; private prediction
+        # decodes on `runtime` as well (dpkit.privpred.resolve_local_lm)
         used = sorted(({"torch"} if self._lm is not None else set())
                       | ({self.runtime} if self._generator is not None else set()))
         return {"device": device, "runtime": self.runtime, "runtimes_used": used,

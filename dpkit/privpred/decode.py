@@ -71,6 +71,7 @@ import numpy as np
 import torch
 
 from dpkit.privpred.grammar import JsonGrammar, compile_grammar
+from dpkit.privpred.llamacpp_engine import LlamaCppPrivateRows, is_llamacpp
 from dpkit.privpred.private_rows import PrivateRows
 from dpkit.privpred.rows import advance, open_rows, tokenize
 from dpkit.privpred.sampling import sample_private_token_from_sum, sample_public_token
@@ -211,8 +212,11 @@ def decode_batch(lm, private_texts: Sequence[str], public_text: str, settings: D
                  public_only: bool = False) -> BatchResult:
     """Run Algorithm 1's inner loops on one batch; ``private_texts`` and ``public_text`` are rendered prompts.
 
-    ``lm`` is a :class:`~dpkit.models.lm.LocalLM` (private prompts never leave
-    the process). ``private_texts`` may be empty (an empty hash batch is decoded
+    ``lm`` is a :class:`~dpkit.models.lm.LocalLM` (PyTorch) or a
+    :class:`~dpkit.privpred.llamacpp_engine.LlamaCppPrivateLM` (llama.cpp's logits,
+    the same token ids, rules and sampler; its rows always keep their cache, so
+    ``use_cache`` and ``grouped_steps`` apply to PyTorch only); private prompts
+    never leave the process. ``private_texts`` may be empty (an empty hash batch is decoded
     like any other). Private prompts too long for the context are left-truncated
     (a public rule); a public prompt that does not fit with ``max_new_tokens``
     raises :class:`ParameterError` (public data only, checked before decoding).
@@ -246,10 +250,25 @@ def decode_batch(lm, private_texts: Sequence[str], public_text: str, settings: D
         raise ParameterError("max_new_tokens", settings.max_new_tokens,
                              f"must be at least {grammar.longest_record()}: the grammar's longest record under "
                              f"its caps (lower max_string_tokens or max_digits, or raise max_new_tokens)")
-    public = open_rows(lm, *tokenize(lm, [public_text], None), use_cache, grouped_steps, settings.max_new_tokens)
-    private = PrivateRows(lm, list(private_texts), keep_last=room, max_new_tokens=settings.max_new_tokens,
-                          cache_rows=settings.private_cache_rows, chunk_rows=settings.private_chunk_rows,
-                          use_cache=use_cache, grouped=grouped_steps)
+    if is_llamacpp(lm):  # llama.cpp logits, same ids and rules (dpkit.privpred.llamacpp_engine); always cached
+        public = lm.group(lm.tokenizer([public_text], add_special_tokens=False)["input_ids"], settings.max_new_tokens)
+        private = LlamaCppPrivateRows(lm, list(private_texts), keep_last=room, max_new_tokens=settings.max_new_tokens,
+                                      cache_rows=settings.private_cache_rows, chunk_rows=settings.private_chunk_rows)
+    else:
+        public = open_rows(lm, *tokenize(lm, [public_text], None), use_cache, grouped_steps, settings.max_new_tokens)
+        private = PrivateRows(lm, list(private_texts), keep_last=room, max_new_tokens=settings.max_new_tokens,
+                              cache_rows=settings.private_cache_rows, chunk_rows=settings.private_chunk_rows,
+                              use_cache=use_cache, grouped=grouped_steps)
+    try:
+        return _decode(lm, public, private, settings, rng, grammar, public_only, on_example, on_step)
+    finally:
+        for rows in (public, private):
+            getattr(rows, "close", lambda: None)()  # llama.cpp contexts are freed now, not at garbage collection
+
+
+def _decode(lm, public, private, settings: DecodeSettings, rng: np.random.Generator, grammar, public_only: bool,
+            on_example, on_step) -> BatchResult:
+    """The token loop of :func:`decode_batch` over opened public and private rows."""
     eos = set(lm.eos_token_ids)
     s, c, tau = settings.expected_batch_size, settings.clip, settings.temperature
     gate = svt_gate(settings.svt_threshold, settings.svt_sigma, s) if settings.svt else None

@@ -70,6 +70,7 @@ from dpkit.privpred.decode import DecodeSettings
 from dpkit.privpred.grammar import JsonGrammar
 from dpkit.models.lm import LocalLM, load_lm
 from dpkit.privpred.executors import check_executor
+from dpkit.privpred.llamacpp_engine import LlamaCppPrivateLM, load_private_llamacpp, runtime_name
 from dpkit.privpred.jobs import BatchJob
 from dpkit.privpred.prompts import PromptTemplate
 from dpkit.runs import digest
@@ -81,18 +82,26 @@ class RemoteBackendError(ParameterError):
     """Private prediction was pointed at a model that is not in this process."""
 
 
-def resolve_local_lm(model=None):
-    """The :class:`~dpkit.models.lm.LocalLM` to decode private prompts with.
+def resolve_local_lm(model=None, runtime: str | None = None):
+    """The local model to decode private prompts with: PyTorch's LocalLM or llama.cpp's engine.
 
-    Accepts ``None`` (the bundled model), a LocalLM, the local backend (or its
-    name ``"local"``). API backends are refused: private prompts must not leave
-    the process, and those APIs return no full logit vectors anyway.
+    Accepts ``None`` (the bundled model, on ``runtime``: ``"auto"`` / ``"llamacpp"`` /
+    ``"torch"``, None = ``DPKIT_RUNTIME`` or auto, i.e. llama.cpp on a CPU where it is
+    installed), a :class:`~dpkit.models.lm.LocalLM` (PyTorch), a
+    :class:`~dpkit.privpred.llamacpp_engine.LlamaCppPrivateLM`, the local backend (its
+    own runtime) or its name ``"local"``. :func:`~dpkit.privpred.llamacpp_engine.runtime_name`
+    says which runtime this picks. API backends are refused: private prompts must not
+    leave the process, and those APIs return no full logit vectors anyway.
     """
     if model is None or model == "local":
+        if runtime_name(None, runtime) == "llamacpp":
+            return load_private_llamacpp()
         return load_lm()
-    if isinstance(model, LocalLM):
+    if isinstance(model, (LocalLM, LlamaCppPrivateLM)):
         return model
     if getattr(model, "remote", None) is False and hasattr(model, "lm"):
+        if runtime_name(model) == "llamacpp":
+            return load_private_llamacpp(getattr(model, "model_request", None))
         return model.lm
     if hasattr(model, "model") and hasattr(model, "tokenizer") and hasattr(model, "encode"):
         return model  # a LocalLM-like object (tests)

@@ -67,6 +67,17 @@ def clip_rows(logits: torch.Tensor, clip: float, candidates: torch.Tensor | None
     return (picked - top + clip).clamp_min(-clip)
 
 
+def distinct_prompts(lm, texts: Sequence[str], keep_last: int | None) -> list[tuple[tuple[int, ...], int]]:
+    """``(token ids, multiplicity)`` of each distinct prompt, first appearance first (the public truncation
+    rule applied: each keeps its last ``keep_last`` tokens)."""
+    counts: dict[tuple[int, ...], int] = {}
+    if len(texts):
+        for row in lm.tokenizer(list(texts), add_special_tokens=False)["input_ids"]:
+            key = tuple(row[-keep_last:] if keep_last is not None else row)
+            counts[key] = counts.get(key, 0) + 1
+    return list(counts.items())
+
+
 class PrivateRows:
     """The private side of one batch (see the module docstring).
 
@@ -84,12 +95,7 @@ class PrivateRows:
         self.max_new_tokens = int(max_new_tokens)
         self.cache_rows = check_int("private_cache_rows", cache_rows, minimum=1)
         self.chunk_rows = check_int("private_chunk_rows", chunk_rows, minimum=1)
-        counts: dict[tuple[int, ...], int] = {}
-        if len(texts):
-            for row in lm.tokenizer(list(texts), add_special_tokens=False)["input_ids"]:
-                key = tuple(row[-keep_last:] if keep_last is not None else row)
-                counts[key] = counts.get(key, 0) + 1
-        self.prompts = list(counts.items())  # distinct prompts, first appearance first, with multiplicity
+        self.prompts = distinct_prompts(lm, texts, keep_last)
         self.kept = [self._open(ids) for ids, _ in self.prompts[:self.cache_rows]] if self.use_cache else []
         self.tokens: list[int] = []  # the released tokens of the current example
         self.passes = 1 if self.prompts else 0

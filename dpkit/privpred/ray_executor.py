@@ -23,8 +23,9 @@ does not encrypt that traffic by default: on a network that is not the data
 owner's own, enable Ray's TLS (set ``RAY_USE_TLS=1`` with ``RAY_TLS_SERVER_CERT``,
 ``RAY_TLS_SERVER_KEY`` and ``RAY_TLS_CA_CERT`` on every node and on the driver
 before ``ray start`` / ``ray.init``), and restrict who can reach the cluster's
-ports. The workers only run the local model (:func:`dpkit.models.lm.load_lm`,
-loaded by its public name, never pickled); API backends stay refused for
+ports. The workers only run the local model (:func:`dpkit.models.lm.load_lm`, or
+llama.cpp's :func:`~dpkit.privpred.llamacpp_engine.load_private_llamacpp` when the
+driver decodes on llama.cpp; loaded by its public name, never pickled); API backends stay refused for
 private prediction. What comes back to the driver is each batch's released
 tokens only (:meth:`~dpkit.privpred.decode.BatchResult.to_record`), and the
 driver alone writes the run and the release.
@@ -56,6 +57,7 @@ from dpkit import runtime
 from dpkit.backends.base import BackendError
 from dpkit.models.lm import BUNDLED_LM, LocalLM, load_lm
 from dpkit.privpred.jobs import BatchJob, decode_job
+from dpkit.privpred.llamacpp_engine import is_llamacpp, load_private_llamacpp
 from dpkit.validate import ParameterError, check_int, check_positive
 
 CRASH_ONCE_VARIABLE = "DPKIT_RAY_CRASH_ONCE"
@@ -70,8 +72,11 @@ def ray_available() -> bool:
     return importlib.util.find_spec("ray") is not None
 
 
-def model_spec(lm) -> str | None:
-    """The public name a worker loads ``lm`` by (None = the bundled model); ParameterError if it has none."""
+def model_spec(lm):
+    """The public name a worker loads ``lm`` by (None = the bundled PyTorch model; ``("llamacpp", path or None)``
+    for llama.cpp, :mod:`dpkit.privpred.llamacpp_engine`); ParameterError if it has none."""
+    if is_llamacpp(lm):
+        return ("llamacpp", lm.spec)
     if not isinstance(lm, LocalLM):
         raise ParameterError("model", lm, "a Ray worker loads the model by its name: give None, 'local', a "
                              "LocalLM from dpkit.models.load_lm or the local backend")
@@ -84,9 +89,13 @@ def model_spec(lm) -> str | None:
 class DecodeWorker:
     """One Ray actor's state: the local model, loaded once when the actor starts (or restarts)."""
 
-    def __init__(self, model: str | None, device: str | None, threads: int):
+    def __init__(self, model, device: str | None, threads: int):
         runtime.setup(threads)
-        self.lm = load_lm(model, device)
+        if isinstance(model, tuple):  # ("llamacpp", path or None): the worker's CPUs are its llama.cpp threads
+            os.environ["DPKIT_THREADS"] = str(threads)
+            self.lm = load_private_llamacpp(model[1])
+        else:
+            self.lm = load_lm(model, device)
         self.batches = 0
 
     def decode(self, job: BatchJob, settings) -> dict:

@@ -104,9 +104,10 @@ def open_rows(lm, ids: torch.Tensor, mask: torch.Tensor, use_cache: bool, groupe
 
 
 def advance(groups, token: int) -> None:
-    """One step of every group; grouped ones share weight reads (:func:`~dpkit.privpred.stepping.advance_groups`)."""
+    """One step of every group; grouped ones share weight reads (:func:`~dpkit.privpred.stepping.advance_groups`);
+    any other group (the model's forward, a llama.cpp group) steps by its own ``advance``."""
     groups = [g for g in groups if g is not None]
     advance_groups([g for g in groups if isinstance(g, CachedRows)], token)
     for g in groups:
-        if isinstance(g, ModelRows):
+        if not isinstance(g, CachedRows):
             g.advance(token)
