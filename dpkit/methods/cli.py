@@ -137,7 +137,8 @@ def plan(args: argparse.Namespace) -> Plan:
     records = Records.from_strings(table.texts, table.labels, names, declared=args.labels is not None)
     planned = _fitting(release_plan, args.method, config, labels=names, labelled=names is not None, rule=rule,
                        declared_rows=getattr(args, "rows", None))
-    backend = get_backend(args.backend or "local", args.model)  # pp: local only (checked above); loads lazily
+    backend = get_backend(args.backend or "local", args.model,  # pp: local only (checked above); loads lazily
+                          runtime=getattr(args, "runtime", None))
     key = getattr(backend, "key_variable", None)
     if key and not os.environ.get(key):  # checked before the run folder exists, not after the run started
         raise ParameterError("--backend", args.backend, f"needs an API key in the environment variable {key} "
@@ -354,6 +355,9 @@ def register(subparsers) -> None:
     p.add_argument("--backend", choices=BACKENDS, default=None, help="text generation backend (default local; "
                    "pp runs on the local model only)")
     p.add_argument("--model", default=None, help="model name or path for the backend")
+    p.add_argument("--runtime", default=None, choices=("auto", "llamacpp", "torch"),
+                   help="local model runtime for generation and private prediction's decoding: auto | llamacpp | "
+                        "torch (default: $DPKIT_RUNTIME or auto = llama.cpp on a CPU)")
     p.add_argument("--smoke", action="store_true", help="tiny method sizes, for tests; with --rows M, kps keeps "
                    f"each row with probability min(1, {SMOKE_ROWS}/M) (pp 48/M) by the per-record rule; dpst reads "
                    f"the first 12 rows. A smoke run of kps keeps at most {SMOKE_MAX_ROWS} rows (pp 200): a larger "
