@@ -148,3 +148,11 @@ def test_the_faster_row_hash_is_the_documented_hmac():
         key = hashlib.sha256(b"dpkit row selection\x00" + salt.encode("utf-8")).digest()
         digest = hmac.new(key, json.dumps([text, label], ensure_ascii=False).encode("utf-8"), hashlib.sha256).digest()
         assert keep(text, label, fraction, salt) == (int.from_bytes(digest[:8], "big") < int(fraction * 2**64))
+
+
+def test_a_rule_that_keeps_no_row_names_its_flag(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(["synth", "kps", "--input", SAMPLE, "--text-column", "text", "--label-column", "label",
+                 "--epsilon", "4", "--out", str(out), "--sample-fraction", "1e-12"]) == 2
+    err = capsys.readouterr().err
+    assert "--sample-fraction" in err and "kept no row" in err and "Traceback" not in err and not out.exists()
