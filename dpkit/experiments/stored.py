@@ -96,6 +96,7 @@ def rows(cells: Sequence[dict]):
         row = {"dataset": dataset, "method": method, "epsilon": epsilon, "seed": seed,
                "majority_baseline": metrics["majority_baseline"], "n_train": metrics["n_train"],
                "n_test": metrics["n_test"], "n_private_records": metrics["n_private_records"],
+               "n_records_read": body["release"].get("n_records_read", metrics["n_private_records"]),
                "wall_s": body["wall_s"]["release"], "shared_decoding": "decoding_shared_with_epsilon" in body["release"],
                "runtime_private_prediction": body["provenance"]["runtime"].get("private_prediction"),
                "runtime_generation": body["provenance"]["runtime"].get("generation"),
