@@ -82,28 +82,26 @@ PRESETS: dict[str, Preset] = {
                    estimate="ESTIMATE, not measured: longer than the comparison chapter at the same sizes, since "
                             "private prediction is decoded once per epsilon here (the chapter reuses one decoding "
                             "wherever the token cap does not bind)"),
-    # What fits this 2-core machine in about an hour while other work shares it (load average 8-14 when it
-    # ran): the realistic data sizes (1,000 private training records and 200 test texts per label, two data
-    # sets, epsilon 1, 4 and infinity, 3 seeds), with far fewer and shorter synthetic texts than the full
-    # preset: 10 texts of 32 tokens per label for DP-KPS and DP-ST, 4 texts of 16 tokens per label for private
-    # prediction (PyTorch decoding). Measured before choosing: one DP-KPS release at 25 x 48 took 56 s on an
-    # idle machine; at 20 x 32 a release had not finished after 10 minutes at load average 13; private
-    # prediction's 20 texts x 32 tokens took over 6 minutes at load average 5.
+    # What fits this 2-core machine in under an hour while other work shares it: the realistic data sizes
+    # (1,000 private training records and 200 test texts per label, two data sets, epsilon 1, 4 and infinity,
+    # 3 seeds), with far fewer and shorter synthetic texts than the full preset: 10 texts of 32 tokens per
+    # label for DP-KPS and DP-ST, 4 texts of 16 tokens per label for private prediction (which reads the
+    # 4 x 8 records per label its batches hold). Measured before choosing, at load average 5 to 13: one DP-KPS
+    # release at 25 x 48 took 56 s on an idle machine and one at 20 x 32 had not finished after 10 minutes
+    # under load; private prediction's 20 texts x 32 tokens (PyTorch) took over 6 minutes. The run itself
+    # took about 42 minutes (see README).
     "medium": Preset("medium", ("rotten_tomatoes", "health_tweets"), (1.0, 4.0, math.inf), (0, 1, 2),
                      Sizes(per_class=10, max_new_tokens=32, pp_per_class=4, pp_max_new_tokens=16),
                      max_per_class=1200, test_fraction=200 / 1200,
-                     estimate="about an hour on the 2-core CPU shared with other work (measured: see README)"),
+                     estimate="measured: about 42 minutes on the 2-core CPU shared with other work (load average 6-17)"),
     # The realistic sizes: 1,000 private training records and 200 test texts per label (where the data
     # set has them), 50 synthetic texts of 48 tokens per label, epsilon 1, 4 and infinity, 3 seeds, 2 data sets.
     "full": Preset("full", ("rotten_tomatoes", "health_tweets"), (1.0, 4.0, math.inf), (0, 1, 2),
                    Sizes(per_class=50, max_new_tokens=48), max_per_class=1200, test_fraction=200 / 1200,
-                   estimate="ESTIMATE, extrapolated from one measured probe, not a run: about 100 hours on the 2-core "
-                            "CPU, far beyond the issue's 2-hour target. Private prediction dominates: it decodes "
-                            "with PyTorch, and one batch of 20 prompts x 48 tokens (the full preset's batch) took "
-                            "about 210 s (2 batches in 427 s, load average about 5, nice 10), so 100 batches make "
-                            "about 6 hours per release and 18 releases about 100 hours; DP-KPS (llama.cpp where "
-                            "installed) and DP-ST add a few hours. It needs private prediction on a faster runtime "
-                            "or a GPU"),
+                   estimate="ESTIMATE, extrapolated from the medium run, not a run: about 12 hours on the busy "
+                            "2-core CPU. Scaled by the tokens each release decodes, DP-KPS (7.5x the medium run's "
+                            "83 s mean release) takes about 3 hours and private prediction (37x its 68 s mean "
+                            "decoding, 12 decodings) about 8.5; it needs a faster machine or a GPU"),
 }
 
 
