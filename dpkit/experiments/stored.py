@@ -85,6 +85,17 @@ def load_cells(folder: Path) -> list[dict]:
     return cells
 
 
+def records_read(body: dict) -> int:
+    """Private records the cell's release read (cells written before it was recorded: DP-ST reads one record
+    per output, every other method the whole split)."""
+    release = body["release"]
+    if "n_records_read" in release:
+        return int(release["n_records_read"])
+    if body["cell"]["method"] == "dpst":
+        return int(release["n_texts"])
+    return int(body["metrics"]["n_private_records"])
+
+
 def rows(cells: Sequence[dict]):
     """One row per stored cell: the cell, each metric with its bootstrap interval, wall time, provenance."""
     import pandas as pd
@@ -96,7 +107,7 @@ def rows(cells: Sequence[dict]):
         row = {"dataset": dataset, "method": method, "epsilon": epsilon, "seed": seed,
                "majority_baseline": metrics["majority_baseline"], "n_train": metrics["n_train"],
                "n_test": metrics["n_test"], "n_private_records": metrics["n_private_records"],
-               "n_records_read": body["release"].get("n_records_read", metrics["n_private_records"]),
+               "n_records_read": records_read(body),
                "wall_s": body["wall_s"]["release"], "shared_decoding": "decoding_shared_with_epsilon" in body["release"],
                "runtime_private_prediction": body["provenance"]["runtime"].get("private_prediction"),
                "runtime_generation": body["provenance"]["runtime"].get("generation"),
