@@ -79,9 +79,9 @@ PRESETS: dict[str, Preset] = {
                     estimate="about a minute (one data set, one epsilon, one seed, tiny sizes; 29 s measured on 2 busy cores)"),
     "book": Preset("book", ("rotten_tomatoes", "health_tweets"), (1.0, 4.0, 16.0, math.inf), (0, 1, 2),
                    Sizes(per_class=8, max_new_tokens=16), max_per_class=100, test_fraction=0.5,
-                   estimate="ESTIMATE, not measured: longer than the comparison chapter at the same sizes, since "
-                            "private prediction is decoded once per epsilon here (the chapter reuses one decoding "
-                            "wherever the token cap does not bind)"),
+                   estimate="ESTIMATE, not measured: shorter than medium (100 records per label read, 8 texts of "
+                            "16 tokens per label, private prediction's batches of about 6 prompts) though with four "
+                            "epsilons"),
     # What fits this 2-core machine in under an hour while other work shares it: the realistic data sizes
     # (1,000 private training records and 200 test texts per label, two data sets, epsilon 1, 4 and infinity,
     # 3 seeds), with far fewer and shorter synthetic texts than the full preset: 10 texts of 32 tokens per
