@@ -38,8 +38,11 @@ class StoredResultError(ValueError):
 
 
 def default_root() -> Path:
-    """``results/compare`` of the source tree dpkit is imported from."""
-    return Path(__file__).resolve().parents[2] / "results" / "compare"
+    """``results/compare`` of the source tree dpkit is imported from, else of the working folder or its parent."""
+    for base in (Path(__file__).resolve().parents[2], Path.cwd(), Path.cwd().parent):
+        if (base / "results" / "compare").is_dir():
+            return base / "results" / "compare"
+    return Path("results") / "compare"
 
 
 def largest_stored_preset(root: Path | None = None) -> str:
