@@ -133,6 +133,24 @@ def test_the_command_writes_through_the_local_runner(tmp_path, monkeypatch, caps
     assert len(results.cells_done(tmp_path, TINY)) == len(fake.calls)
 
 
+def test_without_out_the_cells_go_to_a_folder_named_after_the_preset(tmp_path, monkeypatch, capsys):
+    fake = FakeCells()
+    monkeypatch.setitem(results.PRESETS, "tiny", TINY)
+    import dpkit.experiments.cells as cells
+
+    monkeypatch.setattr(cells, "LocalCells", lambda preset: fake)
+    monkeypatch.chdir(tmp_path)
+    assert main(["experiment", "compare", "--preset", "tiny"]) == 0
+    assert len(results.cells_done(tmp_path / "results" / "compare" / "tiny", TINY)) == len(list(TINY.cells()))
+
+
+def test_the_medium_preset_keeps_the_realistic_data_sizes():
+    medium = results.PRESETS["medium"]
+    assert len(medium.datasets) == 2 and medium.seeds == (0, 1, 2) and set(medium.epsilons) == {1.0, 4.0, math.inf}
+    assert round(medium.max_per_class * (1 - medium.test_fraction)) == 1000  # private training records per label
+    assert round(medium.max_per_class * medium.test_fraction) == 200  # test texts per label
+
+
 def test_the_full_preset_has_the_issues_sizes():
     full = results.PRESETS["full"]
     assert len(full.datasets) == 2 and len(full.seeds) == 3 and {1.0, 4.0, math.inf} <= set(full.epsilons)
