@@ -58,7 +58,13 @@ from typing import Iterator, Sequence
 import numpy as np
 import torch
 
+from dpkit import runtime
+from dpkit.io import atomic_folder
+from dpkit.models.llamacpp import choose_threads, load_llamacpp
+from dpkit.models.llamacpp_batch import SequenceContext
+from dpkit.models.llamacpp_rows import LlamaCppGroup
 from dpkit.models.lm import LocalLM
+from dpkit.models.packages import SMOLLM2_GGUF, smollm2_gguf
 from dpkit.privpred.private_rows import PrivateRows, distinct_prompts
 from dpkit.validate import check_int
 
@@ -118,8 +124,6 @@ class LlamaCppPrivateLM:
 
     def group(self, ids: Sequence[Sequence[int]], max_new_tokens: int):
         """A :class:`~dpkit.models.llamacpp_rows.LlamaCppGroup` of prompts (own context; one sequence per prompt)."""
-        from dpkit.models.llamacpp_rows import LlamaCppGroup
-
         return LlamaCppGroup(self.llm, ids, max_new_tokens)
 
 
@@ -159,9 +163,6 @@ class LlamaCppPrivateRows(PrivateRows):
 
     def _context(self):
         if self._chunk_context is None:
-            from dpkit.models.llamacpp import choose_threads
-            from dpkit.models.llamacpp_batch import SequenceContext
-
             llm = self.lm.llm
             longest = max(len(ids) for ids, _ in self.prompts[len(self.kept):]) + self.max_new_tokens
             seq_len = min(llm.context_length, -(-longest // 256) * 256)
@@ -207,10 +208,7 @@ def _bundled_tokenizer():
     and kept in the dpkit cache (no model weights are converted)."""
     from transformers import AutoTokenizer
 
-    from dpkit import runtime
-    from dpkit.io import atomic_folder
     from dpkit.models.lm import _bundled_cache
-    from dpkit.models.packages import SMOLLM2_GGUF, smollm2_gguf
 
     runtime.set_offline()
     for folder in (_bundled_cache(), runtime.cache_dir() / "smollm2-135m-instruct-tokenizer"):
@@ -229,8 +227,6 @@ def _bundled_tokenizer():
 @lru_cache(maxsize=2)
 def load_private_llamacpp(model: str | None = None) -> LlamaCppPrivateLM:
     """The bundled SmolLM2 (``None``) or a ``.gguf`` file for private prediction on llama.cpp; cached per process."""
-    from dpkit.models.llamacpp import load_llamacpp
-
     llm = load_llamacpp(model)
     if model is None:
         tokenizer = _bundled_tokenizer()

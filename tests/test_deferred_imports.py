@@ -1,0 +1,115 @@
+"""An import inside a function of ``dpkit.privpred`` stands there only for a heavy optional dependency.
+
+Deferring an import hides a module's real dependencies from its reader (and,
+before the package was split, hid an import circle). So within
+``dpkit/privpred`` (the mechanism and the engines that schedule its batches),
+an import placed in a function must bring in a heavy or optional third-party
+package (:data:`HEAVY`), directly or through the module-level imports of the
+dpkit module it names. Everything else is imported at the top of the module.
+The check reads the source with ``ast``; it imports nothing.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from test_import_graph import PACKAGE, _resolve, module_name, modules
+
+#: Third-party packages that are slow to import, need a GPU/cluster stack, or are optional extras.
+HEAVY = frozenset({"torch", "transformers", "sentence_transformers", "ray", "llama_cpp", "spacy", "openai",
+                   "anthropic", "matplotlib", "sklearn", "pandas", "scipy", "jax", "datasketch", "mpmath",
+                   "dp_accounting", "wordfreq", "IPython", "papermill", "nbformat", "myst_nb", "jinja2"})
+SCOPE = PACKAGE / "privpred"
+
+
+def _target(node: ast.AST, name: str, path: Path, known: set[str]) -> list[str]:
+    """Absolute module names an import statement names (dpkit modules resolved to known modules)."""
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    if node.level:
+        base = package.split(".")[:len(package.split(".")) - (node.level - 1)]
+        module = ".".join(base + ([node.module] if node.module else []))
+    else:
+        module = node.module or ""
+    if module.split(".")[0] != "dpkit":
+        return [module]
+    return [f"{module}.{a.name}" if f"{module}.{a.name}" in known else module for a in node.names]
+
+
+def _statements(tree: ast.Module, *, in_functions: bool):
+    """Import statements at module level (``in_functions=False``: not inside any def) or inside a def."""
+    def walk(node, inside):
+        for child in ast.iter_child_nodes(node):
+            now = inside or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+            if isinstance(child, (ast.Import, ast.ImportFrom)) and now == in_functions:
+                yield child
+            yield from walk(child, now)
+    yield from walk(tree, False)
+
+
+def _parents(module: str) -> list[str]:
+    parts = module.split(".")
+    return [".".join(parts[:i]) for i in range(1, len(parts) + 1)]
+
+
+def heavy_at_import() -> dict[str, bool]:
+    """For each dpkit module: does importing it load a :data:`HEAVY` package (module-level imports, transitively,
+    parent packages included)?"""
+    mods = modules()
+    known = set(mods)
+    direct: dict[str, set[str]] = {}
+    heavy: dict[str, bool] = {}
+    for name, path in mods.items():
+        tree = ast.parse(path.read_text(), filename=str(path))
+        targets = [t for node in _statements(tree, in_functions=False) for t in _target(node, name, path, known)]
+        heavy[name] = any(t.split(".")[0] in HEAVY for t in targets)
+        direct[name] = {r for t in targets if t.split(".")[0] == "dpkit"
+                        for p in _parents(t) if (r := _resolve(p, known)) is not None and r != name}
+        direct[name] |= {p for p in _parents(name)[:-1] if p in known}
+    changed = True
+    while changed:  # propagate to a fixed point
+        changed = False
+        for name in mods:
+            if not heavy[name] and any(heavy[d] for d in direct[name]):
+                heavy[name] = changed = True
+    return heavy
+
+
+def needless_deferred_imports(scope: Path = SCOPE) -> list[str]:
+    mods = modules()
+    known = set(mods)
+    heavy = heavy_at_import()
+    found = []
+    for name, path in mods.items():
+        if scope not in path.parents and path != scope:
+            continue
+        tree = ast.parse(path.read_text(), filename=str(path))
+        for node in _statements(tree, in_functions=True):
+            for target in _target(node, name, path, known):
+                if target.split(".")[0] in HEAVY:
+                    continue
+                resolved = _resolve(target, known) if target.split(".")[0] == "dpkit" else None
+                if resolved is not None and heavy[resolved]:
+                    continue
+                found.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno} imports {target} in a function")
+    return found
+
+
+def test_the_checker_flags_a_light_deferred_import_and_allows_a_heavy_one(tmp_path):
+    probe = SCOPE / "_deferred_probe.py"
+    probe.write_text("def f():\n    from dpkit.validate import ParameterError\n\n"
+                     "def g():\n    import torch\n    from dpkit.models.lm import load_lm\n")
+    try:
+        found = needless_deferred_imports()
+    finally:
+        probe.unlink()
+    flagged = [line for line in found if "_deferred_probe" in line]
+    assert flagged == ["dpkit/privpred/_deferred_probe.py:2 imports dpkit.validate in a function"]
+
+
+def test_privpred_defers_imports_only_for_heavy_dependencies():
+    found = needless_deferred_imports()
+    assert not found, "imports inside functions that no heavy dependency needs (move them to the top):\n" + \
+        "\n".join("  " + line for line in found)
