@@ -177,7 +177,12 @@ def test_pipeline_end_to_end_resumes_without_redecoding(lm, tmp_path):
                                label_names=["negative", "positive"], n_batches=1, model=object.__new__(type(lm)),
                                run=Run(tmp_path / "run", params=cfg.to_dict(), seed=0))
     assert [e.text for e in again.examples] == [e.text for e in res.examples]
+    from dpkit.privpred.llamacpp_engine import LlamaCppPrivateLM
     from dpkit.runs import RunMismatchError
+    with pytest.raises(RunMismatchError, match="private_prediction.runtime: 'torch' -> 'llamacpp'"):
+        generate_synthetic(records, get_template("sentiment"), cfg, labels=labels,  # one runtime per run
+                           label_names=["negative", "positive"], n_batches=1, model=object.__new__(LlamaCppPrivateLM),
+                           run=Run(tmp_path / "run", params=cfg.to_dict(), seed=0))
     untied = {"task": "demo"}                       # params that do not mention the configuration
     generate_synthetic(records, get_template("sentiment"), cfg, labels=labels, label_names=["negative", "positive"],
                        n_batches=1, model=lm, run=Run(tmp_path / "untied", params=untied, seed=0), max_batches=1)

@@ -336,7 +336,8 @@ def generate_synthetic(records: Sequence[str], template: PromptTemplate, config:
         run.bind("private_prediction",
                  {**{k: v for k, v in config.to_dict().items() if k not in MEMORY_FIELDS},  # output-neutral
                   "max_private_tokens": r, "n_batches": n_batches,
-                  "max_batches": max_batches, "label_names": list(label_names or []), "template": repr(template)},
+                  "max_batches": max_batches, "label_names": list(label_names or []), "template": repr(template),
+                  "runtime": runtime_name(lm)},  # one runtime per run: a resume on another is refused, by name
                  input_digest=digest({"records": list(records),
                                       "labels": None if labels is None else np.asarray(labels).tolist()}))
     done = run.records() if run is not None else {}
