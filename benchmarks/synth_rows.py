@@ -37,9 +37,14 @@ def write_rows(path: Path, rows: int, seed: int = 0) -> int:
     """``rows`` tweets of the two largest outlets (about half each) as ``text,label``; returns the count written."""
     from dpkit.data import load_health_tweets
 
-    data = load_health_tweets(n_classes=2, max_per_class=rows // 2 + rows % 2, test_fraction=0.0, seed=seed)
+    data = load_health_tweets(n_classes=2, max_per_class=rows, test_fraction=0.2, seed=seed)
     names = data.label_names
-    pairs = list(zip(data.train_texts, data.train_labels))[:rows]
+    per_label = {0: rows // 2 + rows % 2, 1: rows // 2}
+    pairs = []
+    for text, label in zip(data.train_texts, data.train_labels):
+        if per_label[int(label)] > 0:
+            per_label[int(label)] -= 1
+            pairs.append((text, label))
     with path.open("w", newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(["text", "label"])
