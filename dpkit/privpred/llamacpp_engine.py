@@ -143,23 +143,10 @@ class LlamaCppPrivateRows(PrivateRows):
         self.groups = [lm.group(kept[i:i + MAX_SEQUENCES], self.max_new_tokens)
                        for i in range(0, len(kept), MAX_SEQUENCES)]
         self.kept = kept
+        self.stepped = self.groups  # step() and restart() of PrivateRows advance these
         self._chunk_context = None
         self.tokens: list[int] = []
         self.passes = 1 if self.prompts else 0
-
-    def step(self, token: int) -> list:
-        """Record the released ``token``; the cached groups, to be stepped with the public row."""
-        if not self.prompts:
-            return []
-        self.tokens.append(int(token))
-        self.passes += 1
-        return list(self.groups)
-
-    def restart(self) -> None:
-        """Back to the end of the prompts for the next example (no new prefill)."""
-        self.tokens.clear()
-        for group in self.groups:
-            group.restart()
 
     def _context(self):
         if self._chunk_context is None:

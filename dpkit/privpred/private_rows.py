@@ -97,6 +97,7 @@ class PrivateRows:
         self.chunk_rows = check_int("private_chunk_rows", chunk_rows, minimum=1)
         self.prompts = distinct_prompts(lm, texts, keep_last)
         self.kept = [self._open(ids) for ids, _ in self.prompts[:self.cache_rows]] if self.use_cache else []
+        self.stepped = self.kept  # what advances with the public row by each released token (restartable states)
         self.tokens: list[int] = []  # the released tokens of the current example
         self.passes = 1 if self.prompts else 0
 
@@ -114,12 +115,12 @@ class PrivateRows:
             return []
         self.tokens.append(int(token))
         self.passes += 1
-        return list(self.kept)
+        return list(self.stepped)
 
     def restart(self) -> None:
         """Back to the end of the prompts for the next example (no forward pass)."""
         self.tokens.clear()
-        for state in self.kept:
+        for state in self.stepped:
             state.restart()
 
     @torch.inference_mode()
