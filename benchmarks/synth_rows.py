@@ -11,7 +11,10 @@ local model on the default runtime), and prints per method: exit status, wall
 time, CPU time of the child, records released, the ratio wall / target and the
 machine's load average before and after. The target is 15 minutes per method on
 the 2-core CPU. ``--timeout`` stops a method that runs past it (reported as
-such, not as a time). The run is seeded, so it is NOT a DP release: this
+such, not as a time). Each method runs with a dpkit cache of its own that links
+the prepared models and the DP-ST public corpus of ``$DPKIT_CACHE`` (or
+``~/.cache/dpkit``) but not its LLM response cache, so no generation is served
+from an earlier run. The run is seeded, so it is NOT a DP release: this
 measures speed only.
 
 Run: ``python benchmarks/synth_rows.py [--rows 1000] [--methods kps,pp,dpst] [--timeout 1800] [--json out.json]``.
@@ -61,6 +64,17 @@ def released(folder: Path) -> int | None:
     return sum(1 for f in files for line in f.read_text().splitlines() if line.strip())
 
 
+def cache_without_responses(folder: Path) -> Path:
+    """A dpkit cache at ``folder`` holding links to every entry of the user's cache but its response cache."""
+    from dpkit import runtime
+
+    folder.mkdir(parents=True, exist_ok=True)
+    for entry in runtime.cache_dir().iterdir():
+        if entry.name != "responses" and not (folder / entry.name).exists():
+            (folder / entry.name).symlink_to(entry)
+    return folder
+
+
 def run_method(method: str, csv_path: Path, out: Path, timeout: float) -> dict:
     command = [sys.executable, "-m", "dpkit", "synth", method, "--input", str(csv_path), "--text-column", "text",
                "--label-column", "label", "--epsilon", "4", "--seed", "0", "--out", str(out)]
@@ -68,7 +82,8 @@ def run_method(method: str, csv_path: Path, out: Path, timeout: float) -> dict:
     cpu_before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     try:
-        proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+        env = {**os.environ, "DPKIT_CACHE": str(cache_without_responses(out.parent / f"cache-{method}"))}
+        proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env)
         status, tail = proc.returncode, (proc.stderr or proc.stdout)[-300:]
     except subprocess.TimeoutExpired:
         status, tail = "timeout", f"stopped after {timeout:.0f} s"
