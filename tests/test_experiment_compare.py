@@ -173,3 +173,14 @@ def test_a_subset_of_methods_runs_only_their_cells_and_a_bad_name_exits_2(tmp_pa
     assert {m for _, m, _, _ in fake.calls} == {"real", "kps"} and len(fake.calls) == 2 * (1 + 2)
     assert main(["experiment", "compare", "--preset", "tiny", "--out", str(tmp_path)]) == 0
     assert len(fake.calls) == len(list(TINY.cells()))  # the second run added only the pp cells
+
+
+def test_progress_lines_carry_an_eta(tmp_path):
+    from dpkit.experiments.results import eta
+
+    lines = []
+    Sweep(TINY, tmp_path, FakeCells(), progress=lines.append).run()
+    assert lines and all("min elapsed" in line for line in lines)
+    assert "left" in lines[0] or len(lines) == 1
+    assert lines[-1].endswith("done)")
+    assert eta(600.0, 2, 4) == "10 min elapsed, about 20 min left"

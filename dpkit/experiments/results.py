@@ -94,14 +94,16 @@ PRESETS: dict[str, Preset] = {
                      Sizes(per_class=10, max_new_tokens=32, pp_per_class=4, pp_max_new_tokens=16),
                      max_per_class=1200, test_fraction=200 / 1200,
                      estimate="measured: about 42 minutes on the 2-core CPU shared with other work (load average 6-17)"),
-    # The issue's realistic sizes: 1,000 private training records and 200 test texts per label (where the data
-    # set has them), 50 synthetic texts of 48 tokens per label, epsilon 1, 4 and infinity, 3 seeds, 2 data sets.
+    # The issue's realistic sizes: 1,000 private training records and 200 test texts per label, 50 synthetic
+    # texts of 48 tokens per label for every method, epsilon 1, 4 and infinity, 3 seeds, 2 data sets. DP-KPS reads
+    # all 1,000 records per label; DP-ST privatizes the 50 it releases; private prediction reads the 50 x 8 = 400
+    # records per label its batches hold (expected batch size s = 8). Probed before choosing, on the idle machine
+    # with llama.cpp (2 threads): one private-prediction text of 48 tokens costs 3.7 s at s = 8 and 7.0 s at s = 20,
+    # so the 12 decodings of the grid (epsilon 4 and infinity share one: the cap does not bind) take about 75 min
+    # at s = 8 and 140 min at s = 20 (1,000 records per label); s = 20 does not fit 2 hours beside DP-KPS.
     "full": Preset("full", ("rotten_tomatoes", "health_tweets"), (1.0, 4.0, math.inf), (0, 1, 2),
                    Sizes(per_class=50, max_new_tokens=48), max_per_class=1200, test_fraction=200 / 1200,
-                   estimate="ESTIMATE, extrapolated from the medium run, not a run: about 12 hours on the busy "
-                            "2-core CPU. Scaled by the tokens each release decodes, DP-KPS (7.5x the medium run's "
-                            "83 s mean release) takes about 3 hours and private prediction (37x its 68 s mean "
-                            "decoding, 12 decodings) about 8.5; it needs a faster machine or a GPU"),
+                   estimate="ESTIMATE from single-release probes on the idle 2-core CPU: about 2 hours"),
 }
 
 
@@ -198,6 +200,7 @@ class Sweep:
         try:
             commit, version = git_commit(), package_version("dpkit")
             cells = [c for c in self.preset.cells() if not self.only or c in self.only]
+            sweep_start = time.perf_counter()
             for i, (dataset, method, epsilon, seed) in enumerate(cells, 1):
                 path = cell_path(self.out, dataset, method, epsilon, seed)
                 if verifies(path, self.preset, dataset, method, epsilon, seed):
@@ -219,10 +222,19 @@ class Sweep:
                 score = body["metrics"].get("balanced_accuracy", {})
                 self.progress(f"[{i}/{len(cells)}] {dataset} {method} epsilon {_eps(epsilon)} seed {seed}: "
                               f"balanced accuracy {score.get('estimate', float('nan')):.3f} "
-                              f"(release {body['wall_s']['release']:.0f} s)")
+                              f"(release {body['wall_s']['release']:.0f} s; "
+                              f"{eta(time.perf_counter() - sweep_start, len(self.written), len(cells) - i)})")
         finally:
             release(self.out, self)
         return self
+
+
+def eta(elapsed_s: float, cells_run: int, cells_left: int) -> str:
+    """Elapsed time and a naive estimate of the rest: the mean time of the cells run so far, times those left."""
+    if cells_left <= 0:
+        return f"{elapsed_s / 60:.0f} min elapsed, done"
+    rest = elapsed_s / max(cells_run, 1) * cells_left
+    return f"{elapsed_s / 60:.0f} min elapsed, about {rest / 60:.0f} min left"
 
 
 def _write_atomic(path: Path, body: dict) -> None:
