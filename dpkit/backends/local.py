@@ -106,15 +106,18 @@ class LocalBackend(Backend):
                  cache: ResponseCache | None = None, strict: bool = False, lm: Any = None,
                  runtime: str | None = None):
         from dpkit.models.lm import BUNDLED_LM
+        from dpkit.models.named import display_name, resolve_model
 
         self.batch_size = check_int("batch_size", batch_size, minimum=1)
+        shown = display_name(model)
+        model = resolve_model(model, "model")  # a named model -> its file (or None: the bundled one); exit 2 if missing
         self.runtime = "torch" if lm is not None else resolve_runtime(runtime, model, device)
         self._generator = None
         self.device_request = device
         self.model_request = model
         self.strict = bool(strict)
         self._lm = lm
-        super().__init__(model if model is not None else (lm.name if lm is not None else BUNDLED_LM), cache)
+        super().__init__(shown or (model if model is not None else (lm.name if lm is not None else BUNDLED_LM)), cache)
 
     @property
     def lm(self):

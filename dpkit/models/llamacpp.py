@@ -371,7 +371,14 @@ def _close_all() -> None:
 
 
 @lru_cache(maxsize=2)
-def load_llamacpp(model: str | None = None, weights: str = "q8_0") -> LlamaCppLM:
-    """The bundled SmolLM2 GGUF (default) or a ``.gguf`` file in llama.cpp; cached per process."""
+def load_llamacpp(model: str | None = None, weights: str | None = None) -> LlamaCppLM:
+    """The bundled SmolLM2 GGUF (default) or a ``.gguf`` file in llama.cpp; cached per process.
+
+    ``weights``: ``None`` loads the bundled model's 8-bit copy (its Q4_1 blocks have no
+    batched kernels; see :func:`eight_bit_copy`) and any other file as shipped (for
+    example Q4_K_M, whose blocks llama.cpp repacks for its batched kernels on load).
+    """
     path, name = _gguf_path(model)
+    if weights is None:
+        weights = "q8_0" if model is None else "as-shipped"
     return LlamaCppLM(path, name, weights=weights)
