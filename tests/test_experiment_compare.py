@@ -25,9 +25,13 @@ TINY = Preset("tiny", ("toy",), (1.0, math.inf), (0, 1), Sizes(per_class=2), max
 class FakeCells:
     """Counts the cells it runs; fails on request after ``crash_after`` cells (a crash mid-sweep)."""
 
-    def __init__(self, crash_after: int | None = None):
+    def __init__(self, crash_after: int | None = None, model: str = "fake-lm"):
         self.calls: list[tuple] = []
         self.crash_after = crash_after
+        self.model_name = model
+
+    def model(self):
+        return self.model_name
 
     def __call__(self, dataset, method, epsilon, seed):
         if self.crash_after is not None and len(self.calls) >= self.crash_after:
@@ -37,7 +41,7 @@ class FakeCells:
         return {"metrics": {"balanced_accuracy": {"estimate": score, "low": score - 0.1, "high": score + 0.1},
                             "n_train": 4},
                 "release": {"epsilon": epsilon, "delta": 0.0, "n_texts": 4}, "wall_s": 0.25,
-                "runtime": {"generation": "fake", "torch": None}, "model": "fake-lm"}
+                "runtime": {"generation": "fake", "torch": None}, "model": self.model_name}
 
 
 def test_every_cell_is_one_json_with_its_provenance(tmp_path):
@@ -102,7 +106,7 @@ def test_a_second_writer_of_the_same_folder_is_refused(tmp_path, monkeypatch, ca
         monkeypatch.setitem(results.PRESETS, "tiny", TINY)
         import dpkit.experiments.cells as cells
 
-        monkeypatch.setattr(cells, "LocalCells", lambda preset: fake)
+        monkeypatch.setattr(cells, "LocalCells", lambda preset, model=None: fake)
         assert main(["experiment", "compare", "--preset", "tiny", "--out", str(tmp_path)]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and "in use" in err[0]
@@ -127,7 +131,7 @@ def test_the_command_writes_through_the_local_runner(tmp_path, monkeypatch, caps
     monkeypatch.setitem(results.PRESETS, "tiny", TINY)
     import dpkit.experiments.cells as cells
 
-    monkeypatch.setattr(cells, "LocalCells", lambda preset: fake)
+    monkeypatch.setattr(cells, "LocalCells", lambda preset, model=None: fake)
     assert main(["experiment", "compare", "--preset", "tiny", "--out", str(tmp_path)]) == 0
     assert len(fake.calls) == len(list(TINY.cells())) and "cells written" in capsys.readouterr().out
     assert len(results.cells_done(tmp_path, TINY)) == len(fake.calls)
@@ -138,7 +142,7 @@ def test_without_out_the_cells_go_to_a_folder_named_after_the_preset(tmp_path, m
     monkeypatch.setitem(results.PRESETS, "tiny", TINY)
     import dpkit.experiments.cells as cells
 
-    monkeypatch.setattr(cells, "LocalCells", lambda preset: fake)
+    monkeypatch.setattr(cells, "LocalCells", lambda preset, model=None: fake)
     monkeypatch.chdir(tmp_path)
     assert main(["experiment", "compare", "--preset", "tiny"]) == 0
     assert len(results.cells_done(tmp_path / "results" / "compare" / "tiny", TINY)) == len(list(TINY.cells()))
@@ -165,7 +169,7 @@ def test_a_subset_of_methods_runs_only_their_cells_and_a_bad_name_exits_2(tmp_pa
     monkeypatch.setitem(results.PRESETS, "tiny", TINY)
     import dpkit.experiments.cells as cells
 
-    monkeypatch.setattr(cells, "LocalCells", lambda preset: fake)
+    monkeypatch.setattr(cells, "LocalCells", lambda preset, model=None: fake)
     assert main(["experiment", "compare", "--preset", "tiny", "--methods", "kps,bogus", "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--methods" in err[0] and "bogus" in err[0] and fake.calls == []
@@ -184,3 +188,41 @@ def test_progress_lines_carry_an_eta(tmp_path):
     assert "left" in lines[0] or len(lines) == 1
     assert lines[-1].endswith("done)")
     assert eta(600.0, 2, 4) == "10 min elapsed, about 20 min left"
+
+
+def test_cells_of_another_model_are_made_again(tmp_path):
+    Sweep(TINY, tmp_path, FakeCells(), progress=lambda line: None, model="fake-lm").run()
+    same = FakeCells()
+    Sweep(TINY, tmp_path, same, progress=lambda line: None, model="fake-lm").run()
+    assert same.calls == []
+    other = FakeCells(model="bigger-lm")
+    Sweep(TINY, tmp_path, other, progress=lambda line: None, model="bigger-lm").run()
+    assert len(other.calls) == len(list(TINY.cells()))
+
+
+def test_a_model_gets_its_own_default_folder(tmp_path, monkeypatch):
+    fake = FakeCells(model="Qwen2.5-Coder-1.5B-Instruct")
+    monkeypatch.setitem(results.PRESETS, "tiny", TINY)
+    import dpkit.experiments.cells as cells
+
+    monkeypatch.setattr(cells, "LocalCells", lambda preset, model=None: fake)
+    monkeypatch.chdir(tmp_path)
+    assert main(["experiment", "compare", "--preset", "tiny", "--model", "qwen2.5-coder-1.5b"]) == 0
+    folder = tmp_path / "results" / "compare" / "tiny-qwen2.5-coder-1.5b"
+    assert len(results.cells_done(folder, TINY)) == len(list(TINY.cells()))
+    assert results._slug("/x/My Model.Q4_K_M.gguf") == "my-model.q4_k_m"
+
+
+def test_a_missing_named_model_exits_2_before_any_folder(tmp_path, monkeypatch, capsys):
+    from dpkit.models import named
+    from dpkit.models.packages import MissingPackageError
+
+    def missing(module, pip_name, *, no_deps=False):
+        raise MissingPackageError(pip_name)
+
+    monkeypatch.setattr(named, "package_dir", missing)
+    monkeypatch.setenv("DPKIT_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setitem(results.PRESETS, "tiny", TINY)
+    monkeypatch.chdir(tmp_path)
+    assert main(["experiment", "compare", "--preset", "tiny", "--model", "qwen2.5-coder-1.5b"]) == 2
+    assert "make model-qwen" in capsys.readouterr().err and not (tmp_path / "results").exists()

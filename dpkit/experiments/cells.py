@@ -48,9 +48,10 @@ class LocalCells:
     exactly the release its own configuration would make.
     """
 
-    def __init__(self, preset, backend_name: str = "local"):
+    def __init__(self, preset, backend_name: str = "local", model: str | None = None):
         self.preset = preset
         self.backend_name = backend_name
+        self.model_request = model  # None: $DPKIT_MODEL or the bundled model; a name of dpkit.models.named or a path
         self._backend = None
         self._embedder = None
         self._data: dict[str, tuple] = {}
@@ -64,7 +65,7 @@ class LocalCells:
             from dpkit.models.embed import load_embedder
 
             runtime.setup()
-            self._backend = get_backend(self.backend_name)
+            self._backend = get_backend(self.backend_name, self.model_request)
             self._embedder = MemoEmbedder(load_embedder())
         return self._backend, self._embedder
 
@@ -95,9 +96,8 @@ class LocalCells:
                 "torch": package_version("torch"), "llama_cpp": package_version("llama_cpp_python")}
 
     def model(self) -> str:
-        from dpkit.models.lm import BUNDLED_LM
-
-        return getattr(self._models()[0], "model_request", None) or BUNDLED_LM
+        """The model's name as the backend reports it (the bundled SmolLM2, a named model, or the path given)."""
+        return self._models()[0].model
 
     def __call__(self, dataset: str, method: str, epsilon: float, seed: int) -> dict:
         from dpkit.evaluation import evaluate

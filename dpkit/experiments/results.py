@@ -104,6 +104,12 @@ PRESETS: dict[str, Preset] = {
     "full": Preset("full", ("rotten_tomatoes", "health_tweets"), (1.0, 4.0, math.inf), (0, 1, 2),
                    Sizes(per_class=50, max_new_tokens=48), max_per_class=1200, test_fraction=200 / 1200,
                    estimate="ESTIMATE from single-release probes on the idle 2-core CPU: about 2 hours"),
+    # The larger model against the bundled one (--model): the two LLM-based methods at one seed, epsilon 4 and
+    # infinity, 20 texts of 48 tokens per label (private prediction: 4 texts of 32 tokens per label, s = 8).
+    "model-probe": Preset("model-probe", ("rotten_tomatoes", "health_tweets"), (4.0, math.inf), (0,),
+                          Sizes(per_class=20, max_new_tokens=48, pp_per_class=4, pp_max_new_tokens=32),
+                          max_per_class=1200, test_fraction=200 / 1200, methods=("kps", "pp"),
+                          estimate="measured in the README: minutes with the bundled model, longer with the 1.5B one"),
 }
 
 
@@ -135,8 +141,9 @@ def _digest(body: dict) -> str:
     return digest({k: v for k, v in body.items() if k != "digest"})
 
 
-def verifies(path: Path, preset: Preset, dataset: str, method: str, epsilon: float, seed: int) -> bool:
-    """Whether ``path`` holds this cell, written at this preset's sizes, unaltered."""
+def verifies(path: Path, preset: Preset, dataset: str, method: str, epsilon: float, seed: int,
+             model: str | None = None) -> bool:
+    """Whether ``path`` holds this cell, written at this preset's sizes (and by ``model`` when given), unaltered."""
     try:
         body = json.loads(Path(path).read_text())
     except (OSError, ValueError):
@@ -145,6 +152,7 @@ def verifies(path: Path, preset: Preset, dataset: str, method: str, epsilon: flo
             and body.get("cell") == {"dataset": dataset, "method": method, "epsilon": _eps(epsilon), "seed": seed}
             and body.get("preset") == preset.name and body.get("sizes") == _plain(preset.public_sizes())
             and all(key in body.get("provenance", {}) for key in PROVENANCE_KEYS)
+            and (model is None or body["provenance"]["model"] == model)
             and body.get("digest") == _digest(body))
 
 
@@ -190,6 +198,7 @@ class Sweep:
     written: list = field(default_factory=list)
     skipped: list = field(default_factory=list)
     only: tuple = ()  # a slice: run only these cells of the preset (empty: every cell)
+    model: str | None = None  # the model the cells are made with: a stored cell of another model is made again
 
     def run(self) -> "Sweep":
         from dpkit.runs.lock import acquire, release
@@ -203,7 +212,7 @@ class Sweep:
             sweep_start = time.perf_counter()
             for i, (dataset, method, epsilon, seed) in enumerate(cells, 1):
                 path = cell_path(self.out, dataset, method, epsilon, seed)
-                if verifies(path, self.preset, dataset, method, epsilon, seed):
+                if verifies(path, self.preset, dataset, method, epsilon, seed, self.model):
                     self.skipped.append(path)
                     continue
                 start = time.perf_counter()
@@ -257,6 +266,9 @@ def register(sub) -> None:
                      help=f"comma-separated subset of {','.join(METHOD_NAMES)} (default: the preset's, all three); "
                           "the real-data "
                           "reference always runs. A later run with more methods adds their cells")
+    cmp.add_argument("--model", default=None,
+                     help="local model: the bundled SmolLM2 (default), qwen2.5-coder-1.5b (`make model-qwen`), or a "
+                          ".gguf path; the default folder is then results/compare/<preset>-<model>")
     cmp.set_defaults(func=_compare_command)
 
 
@@ -267,11 +279,23 @@ def _compare_command(args) -> int:
     from dpkit.experiments.cells import LocalCells
 
     start = time.perf_counter()
-    out = Path(args.out) if args.out else Path("results/compare") / preset.name
-    sweep = Sweep(preset, out, LocalCells(preset)).run()
+    cells = LocalCells(preset, model=args.model)
+    model = cells.model()  # a named model whose packages are missing: ParameterError (exit 2) before any folder
+    folder = preset.name if args.model is None else f"{preset.name}-{_slug(args.model)}"
+    out = Path(args.out) if args.out else Path("results/compare") / folder
+    sweep = Sweep(preset, out, cells, model=model).run()
     print(f"dpkit experiment compare --preset {preset.name}: {len(sweep.written)} cells written, "
           f"{len(sweep.skipped)} already done, in {time.perf_counter() - start:.0f} s -> {out}")
     return 0
+
+
+def _slug(model: str) -> str:
+    """A folder-name form of a model name or path: ``qwen2.5-coder-1.5b`` stays, ``/x/My Model.gguf`` -> ``my-model``."""
+    import re
+
+    stem = Path(str(model)).name
+    stem = stem[:-5] if stem.lower().endswith(".gguf") else stem
+    return re.sub(r"[^a-z0-9._-]+", "-", stem.lower()).strip("-") or "model"
 
 
 def cells_done(out: Path, preset: Preset) -> Sequence[Path]:
