@@ -105,9 +105,9 @@ PRESETS: dict[str, Preset] = {
                    Sizes(per_class=50, max_new_tokens=48), max_per_class=1200, test_fraction=200 / 1200,
                    estimate="ESTIMATE from single-release probes on the idle 2-core CPU: about 2 hours"),
     # The larger model against the bundled one (--model): the two LLM-based methods at one seed, epsilon 4 and
-    # infinity, 20 texts of 48 tokens per label (private prediction: 4 texts of 32 tokens per label, s = 8).
+    # infinity, 20 texts of 48 tokens per label (private prediction: 2 texts of 32 tokens per label, s = 8).
     "model-probe": Preset("model-probe", ("rotten_tomatoes", "health_tweets"), (4.0, math.inf), (0,),
-                          Sizes(per_class=20, max_new_tokens=48, pp_per_class=4, pp_max_new_tokens=32),
+                          Sizes(per_class=20, max_new_tokens=48, pp_per_class=2, pp_max_new_tokens=32),
                           max_per_class=1200, test_fraction=200 / 1200, methods=("kps", "pp"),
                           estimate="measured in the README: minutes with the bundled model, longer with the 1.5B one"),
 }
