@@ -5,7 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from dpkit.experiments.compare import NOISE_OFF_EPSILON, Sizes, configs, pp_decoding_key, summarize, t_interval
+from dpkit.experiments.compare import (NOISE_OFF_EPSILON, Sizes, configs, metric_interval, pp_decoding_key,
+                                     summarize, t_interval)
 from dpkit.validate import ParameterError
 
 
@@ -29,6 +30,20 @@ def test_t_interval_matches_the_student_t_formula():
     assert mean == pytest.approx(0.6) and low == pytest.approx(0.6 - half) and high == pytest.approx(0.6 + half)
     assert t_interval([0.4]) == (0.4, 0.4, 0.4)
     assert all(math.isnan(v) for v in t_interval([float("nan")]))
+
+
+def test_score_intervals_stay_inside_zero_and_one_while_wall_times_are_not_clipped():
+    # The stored full preset's DP-KPS at epsilon 4 on the health tweets: seeds 0.7075, 0.815 and 0.455 give
+    # a t interval of about [0.20, 1.12]; a mean balanced accuracy cannot pass 1.
+    spread = [0.7075, 0.815, 0.455]
+    assert t_interval(spread)[2] > 1.0
+    mean, low, high = metric_interval("balanced_accuracy", spread)
+    assert mean == pytest.approx(np.mean(spread)) and high == 1.0 and low == pytest.approx(t_interval(spread)[1])
+    assert metric_interval("wall_s", [1.0, 50.0, 99.0]) == t_interval([1.0, 50.0, 99.0])
+    rows = [{"method": "kps", "epsilon": 4.0, "seed": s, "balanced_accuracy": v, "macro_f1": v, "wall_s": 1.0}
+            for s, v in enumerate(spread)]
+    row = summarize(rows).iloc[0]
+    assert row.balanced_accuracy_high == 1.0 and row.macro_f1_high == 1.0
 
 
 def test_summary_has_one_row_per_method_and_epsilon():

@@ -113,8 +113,18 @@ def pp_decoding_key(config) -> tuple:
             config.max_chars, pcfg.max_record_tokens)
 
 
-def t_interval(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float, float]:
-    """(mean, low, high): Student-t interval of the mean over seeds (a single value: no width)."""
+#: Metrics that live in [0, 1]: their intervals are clipped to that range.
+UNIT_INTERVAL_METRICS = frozenset({"balanced_accuracy", "macro_f1", "accuracy", "private_fraction", "similarity",
+                                   "attack_private", "attack_original"})
+
+
+def t_interval(values: Sequence[float], confidence: float = 0.95,
+               bounds: tuple[float, float] | None = None) -> tuple[float, float, float]:
+    """(mean, low, high): Student-t interval of the mean over seeds (a single value: no width).
+
+    With ``bounds`` the interval is clipped to that range: with 3 seeds a spread-out
+    score's t interval can pass 1 (or 0), which no mean of scores can reach.
+    """
     from scipy import stats
 
     x = np.asarray([v for v in values if not np.isnan(v)], dtype=float)
@@ -124,7 +134,15 @@ def t_interval(values: Sequence[float], confidence: float = 0.95) -> tuple[float
     if len(x) < 2:
         return mean, mean, mean
     half = float(stats.t.ppf(0.5 + confidence / 2, len(x) - 1) * x.std(ddof=1) / math.sqrt(len(x)))
-    return mean, mean - half, mean + half
+    low, high = mean - half, mean + half
+    if bounds is not None:
+        low, high = max(low, bounds[0]), min(high, bounds[1])
+    return mean, low, high
+
+
+def metric_interval(column: str, values: Sequence[float]) -> tuple[float, float, float]:
+    """:func:`t_interval` of one metric column, clipped to [0, 1] for :data:`UNIT_INTERVAL_METRICS`."""
+    return t_interval(values, bounds=(0.0, 1.0) if column in UNIT_INTERVAL_METRICS else None)
 
 
 def summarize(rows: Sequence[dict], columns: Sequence[str] = ("balanced_accuracy", "macro_f1", "wall_s",
@@ -139,6 +157,6 @@ def summarize(rows: Sequence[dict], columns: Sequence[str] = ("balanced_accuracy
         row = {"method": method, "epsilon": epsilon, "seeds": len(part)}
         for column in columns:
             if column in part:
-                row[column], row[column + "_low"], row[column + "_high"] = t_interval(part[column].tolist())
+                row[column], row[column + "_low"], row[column + "_high"] = metric_interval(column, part[column].tolist())
         out.append(row)
     return pd.DataFrame(out)

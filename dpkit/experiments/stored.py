@@ -125,18 +125,20 @@ def rows(cells: Sequence[dict]):
 def summarize(frame, columns: Sequence[str] = ("balanced_accuracy", "macro_f1", "wall_s")):
     """Means over seeds with 95% Student-t intervals, one row per (dataset, method, epsilon).
 
+    Intervals of scores are clipped to [0, 1] (:func:`~dpkit.experiments.compare.metric_interval`).
+
     Each data set also gets a ``majority class`` row (epsilon infinity) from the
     majority baseline of its ``real`` cells.
     """
     import pandas as pd
 
-    from dpkit.experiments.compare import t_interval
+    from dpkit.experiments.compare import metric_interval, t_interval
 
     out = []
     for (dataset, method, epsilon), part in frame.groupby(["dataset", "method", "epsilon"], sort=True):
         row = {"dataset": dataset, "method": method, "epsilon": epsilon, "seeds": len(part)}
         for column in columns:
-            row[column], row[column + "_low"], row[column + "_high"] = t_interval(part[column].tolist())
+            row[column], row[column + "_low"], row[column + "_high"] = metric_interval(column, part[column].tolist())
         out.append(row)
         if method == REAL:
             mean, low, high = t_interval(part["majority_baseline"].tolist())
