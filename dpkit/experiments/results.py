@@ -57,7 +57,7 @@ class Preset:
     n_bootstrap: int = 200
     smoke: bool = False
     methods: tuple[str, ...] = METHOD_NAMES
-    estimate: str = ""            # expected wall time on the 2-core CPU machine: an ESTIMATE, not a measurement
+    estimate: str = ""            # wall time on the 2-core CPU machine: measured where it says so, else an ESTIMATE
 
     def cells(self) -> Iterator[tuple[str, str, float, int]]:
         """Seed by seed, every data set within a seed: a sweep stopped early holds whole seeds."""
@@ -99,11 +99,13 @@ PRESETS: dict[str, Preset] = {
     # all 1,000 records per label; DP-ST privatizes the 50 it releases; private prediction reads the 50 x 8 = 400
     # records per label its batches hold (expected batch size s = 8). Probed before choosing, on the idle machine
     # with llama.cpp (2 threads): one private-prediction text of 48 tokens costs 3.7 s at s = 8 and 7.0 s at s = 20,
-    # so the 12 decodings of the grid (epsilon 4 and infinity share one: the cap does not bind) take about 75 min
-    # at s = 8 and 140 min at s = 20 (1,000 records per label); s = 20 does not fit 2 hours beside DP-KPS.
+    # so s = 20 (1,000 records per label) would take about twice s = 8's private-prediction time and does not fit
+    # 2 hours beside DP-KPS. Measured run (commit 9566ae0, idle machine, load about 1.5): 114 min of cell wall
+    # time, of which private prediction 93 min (its token cap binds at epsilon 4 at 48 tokens, so epsilon 4 and
+    # infinity are decodings of their own), DP-KPS 20 min, DP-ST 1 min.
     "full": Preset("full", ("rotten_tomatoes", "health_tweets"), (1.0, 4.0, math.inf), (0, 1, 2),
                    Sizes(per_class=50, max_new_tokens=48), max_per_class=1200, test_fraction=200 / 1200,
-                   estimate="ESTIMATE from single-release probes on the idle 2-core CPU: about 2 hours"),
+                   estimate="measured: about 1 hour 54 minutes on the idle 2-core CPU (llama.cpp, 2 threads)"),
     # The larger model against the bundled one (--model): the two LLM-based methods at one seed, epsilon 4 and
     # infinity, 20 texts of 48 tokens per label (private prediction: 2 texts of 32 tokens per label, s = 8).
     "model-probe": Preset("model-probe", ("rotten_tomatoes", "health_tweets"), (4.0, math.inf), (0,),
@@ -209,10 +211,11 @@ class Sweep:
         try:
             commit, version = git_commit(), package_version("dpkit")
             cells = [c for c in self.preset.cells() if not self.only or c in self.only]
-            sweep_start = time.perf_counter()
+            pending = [c for c in cells if not verifies(cell_path(self.out, *c), self.preset, *c, self.model)]
+            sweep_start, seconds_by_method = time.perf_counter(), {}
             for i, (dataset, method, epsilon, seed) in enumerate(cells, 1):
                 path = cell_path(self.out, dataset, method, epsilon, seed)
-                if verifies(path, self.preset, dataset, method, epsilon, seed, self.model):
+                if (dataset, method, epsilon, seed) not in pending:
                     self.skipped.append(path)
                     continue
                 start = time.perf_counter()
@@ -228,21 +231,31 @@ class Sweep:
                 body["digest"] = _digest(body)
                 _write_atomic(path, body)
                 self.written.append(path)
+                seconds_by_method.setdefault(method, []).append(body["wall_s"]["cell"])
+                left = [c[1] for c in pending[pending.index((dataset, method, epsilon, seed)) + 1:]]
                 score = body["metrics"].get("balanced_accuracy", {})
                 self.progress(f"[{i}/{len(cells)}] {dataset} {method} epsilon {_eps(epsilon)} seed {seed}: "
                               f"balanced accuracy {score.get('estimate', float('nan')):.3f} "
                               f"(release {body['wall_s']['release']:.0f} s; "
-                              f"{eta(time.perf_counter() - sweep_start, len(self.written), len(cells) - i)})")
+                              f"{eta(time.perf_counter() - sweep_start, seconds_by_method, left)})")
         finally:
             release(self.out, self)
         return self
 
 
-def eta(elapsed_s: float, cells_run: int, cells_left: int) -> str:
-    """Elapsed time and a naive estimate of the rest: the mean time of the cells run so far, times those left."""
-    if cells_left <= 0:
+def eta(elapsed_s: float, seconds_by_method: dict[str, list[float]], methods_left: Sequence[str]) -> str:
+    """Elapsed time and an estimate of the rest from the cells run so far in this process.
+
+    Each cell left is priced at the mean time of this process's cells of its method
+    (private prediction's cells take minutes, DP-ST's seconds); a method not run yet
+    at the mean of all cells run so far.
+    """
+    if not methods_left:
         return f"{elapsed_s / 60:.0f} min elapsed, done"
-    rest = elapsed_s / max(cells_run, 1) * cells_left
+    every = [t for times in seconds_by_method.values() for t in times]
+    overall = sum(every) / len(every) if every else 0.0
+    rest = sum(sum(seconds_by_method[m]) / len(seconds_by_method[m]) if seconds_by_method.get(m) else overall
+               for m in methods_left)
     return f"{elapsed_s / 60:.0f} min elapsed, about {rest / 60:.0f} min left"
 
 
