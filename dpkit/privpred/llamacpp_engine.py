@@ -225,6 +225,16 @@ def load_private_llamacpp(model: str | None = None) -> LlamaCppPrivateLM:
     return LlamaCppPrivateLM(llm, tokenizer, None if model is None else str(Path(model).expanduser().resolve()))
 
 
+def is_local_backend(model) -> bool:
+    """Whether ``model`` is an in-process backend with an ``lm`` (the local backend), asked without loading it.
+
+    ``hasattr(backend, "lm")`` would run the property, which loads the PyTorch model: wasted
+    memory for the bundled model on llama.cpp, and an error for a GGUF file such as
+    ``--model qwen2.5-coder-1.5b``, which PyTorch cannot read as a model folder.
+    """
+    return getattr(model, "remote", None) is False and (hasattr(type(model), "lm") or "lm" in getattr(model, "__dict__", {}))
+
+
 def runtime_name(model=None, runtime: str | None = None) -> str:
     """``"llamacpp"`` or ``"torch"``: the runtime private prediction decodes ``model`` with.
 
@@ -238,6 +248,6 @@ def runtime_name(model=None, runtime: str | None = None) -> str:
         from dpkit.backends.local import resolve_runtime
 
         return resolve_runtime(runtime)
-    if getattr(model, "remote", None) is False and hasattr(model, "lm"):
+    if is_local_backend(model):
         return RUNTIME if getattr(model, "runtime", "torch") == RUNTIME else "torch"
     return "torch"

@@ -70,7 +70,7 @@ from dpkit.privpred.decode import DecodeSettings
 from dpkit.privpred.grammar import JsonGrammar
 from dpkit.models.lm import LocalLM, load_lm
 from dpkit.privpred.executors import check_executor
-from dpkit.privpred.llamacpp_engine import LlamaCppPrivateLM, load_private_llamacpp, runtime_name
+from dpkit.privpred.llamacpp_engine import LlamaCppPrivateLM, is_local_backend, load_private_llamacpp, runtime_name
 from dpkit.privpred.jobs import BatchJob
 from dpkit.privpred.prompts import PromptTemplate
 from dpkit.runs import digest
@@ -99,7 +99,7 @@ def resolve_local_lm(model=None, runtime: str | None = None):
         return load_lm()
     if isinstance(model, (LocalLM, LlamaCppPrivateLM)):
         return model
-    if getattr(model, "remote", None) is False and hasattr(model, "lm"):
+    if is_local_backend(model):
         if runtime_name(model) == "llamacpp":
             return load_private_llamacpp(getattr(model, "model_request", None))
         return model.lm
