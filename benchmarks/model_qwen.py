@@ -103,7 +103,6 @@ def main(argv=None) -> int:
     from dpkit.models.llamacpp import load_llamacpp
     from dpkit.models.named import QWEN_DISPLAY, resolve_model
     from dpkit.privpred.llamacpp_engine import load_private_llamacpp
-
     from dpkit.validate import ParameterError
 
     runtime.setup()

@@ -104,11 +104,14 @@ def _run(args: argparse.Namespace, prompts, backend, generation, params, batch_s
 
 
 def register(subparsers) -> None:
+    from dpkit.models.named import LOCAL_MODEL_HELP
+
     p = subparsers.add_parser("generate", help="resumable generation over a file of prompts")
     p.add_argument("prompts", help="text file, one prompt per line")
     p.add_argument("--out", required=True, help="run folder (rerun the same command to resume)")
     p.add_argument("--backend", default=None, help="local | openai | anthropic (default: $DPKIT_BACKEND or local)")
-    p.add_argument("--model", default=None, help="model name or path (default: $DPKIT_MODEL or the backend's); locally: smollm2-135m (bundled, the default), qwen2.5-coder-1.5b (after `make model-qwen`), a .gguf file or a Hugging Face folder")
+    p.add_argument("--model", default=None,
+                   help=f"model name or path (default: $DPKIT_MODEL or the backend's); {LOCAL_MODEL_HELP}")
     p.add_argument("--max-new-tokens", type=int, default=32)
     p.add_argument("--temperature", type=float, default=0.0)
     p.add_argument("--seed", type=int, default=0)

@@ -157,6 +157,7 @@ def summarize(rows: Sequence[dict], columns: Sequence[str] = ("balanced_accuracy
         row = {"method": method, "epsilon": epsilon, "seeds": len(part)}
         for column in columns:
             if column in part:
-                row[column], row[column + "_low"], row[column + "_high"] = metric_interval(column, part[column].tolist())
+                interval = metric_interval(column, part[column].tolist())
+                row[column], row[column + "_low"], row[column + "_high"] = interval
         out.append(row)
     return pd.DataFrame(out)

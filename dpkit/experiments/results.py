@@ -303,7 +303,10 @@ def _compare_command(args) -> int:
 
 
 def _slug(model: str) -> str:
-    """A folder-name form of a model name or path: ``qwen2.5-coder-1.5b`` stays, ``/x/My Model.gguf`` -> ``my-model``."""
+    """A folder-name form of a model name or path.
+
+    ``qwen2.5-coder-1.5b`` stays as it is; ``/x/My Model.gguf`` becomes ``my-model``.
+    """
     import re
 
     stem = Path(str(model)).name

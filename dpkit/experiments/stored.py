@@ -138,7 +138,8 @@ def summarize(frame, columns: Sequence[str] = ("balanced_accuracy", "macro_f1", 
     for (dataset, method, epsilon), part in frame.groupby(["dataset", "method", "epsilon"], sort=True):
         row = {"dataset": dataset, "method": method, "epsilon": epsilon, "seeds": len(part)}
         for column in columns:
-            row[column], row[column + "_low"], row[column + "_high"] = metric_interval(column, part[column].tolist())
+            interval = metric_interval(column, part[column].tolist())
+            row[column], row[column + "_low"], row[column + "_high"] = interval
         out.append(row)
         if method == REAL:
             mean, low, high = t_interval(part["majority_baseline"].tolist())

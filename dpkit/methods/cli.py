@@ -332,6 +332,8 @@ def summary(method: str, release, out, requested_epsilon: float) -> str:
 
 
 def register(subparsers) -> None:
+    from dpkit.models.named import LOCAL_MODEL_HELP
+
     p = subparsers.add_parser("synth", help="a DP synthetic copy of your own texts (kps, pp or dpst)",
                               description=__doc__.splitlines()[0])
     p.add_argument("method", choices=("kps", "pp", "dpst"), help="DP-KPS, private prediction or DP-ST")
@@ -354,7 +356,7 @@ def register(subparsers) -> None:
                    "--rows for DP-ST's size, --labels for labelled input)")
     p.add_argument("--backend", choices=BACKENDS, default=None, help="text generation backend (default local; "
                    "pp runs on the local model only)")
-    p.add_argument("--model", default=None, help="model name or path for the backend; locally: smollm2-135m (bundled, the default), qwen2.5-coder-1.5b (after `make model-qwen`), a .gguf file or a Hugging Face folder")
+    p.add_argument("--model", default=None, help=f"model name or path for the backend; {LOCAL_MODEL_HELP}")
     p.add_argument("--runtime", default=None, choices=("auto", "llamacpp", "torch"),
                    help="local model runtime for generation and private prediction's decoding: auto | llamacpp | "
                         "torch (default: $DPKIT_RUNTIME or auto = llama.cpp on a CPU)")

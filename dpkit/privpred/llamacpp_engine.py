@@ -232,7 +232,9 @@ def is_local_backend(model) -> bool:
     memory for the bundled model on llama.cpp, and an error for a GGUF file such as
     ``--model qwen2.5-coder-1.5b``, which PyTorch cannot read as a model folder.
     """
-    return getattr(model, "remote", None) is False and (hasattr(type(model), "lm") or "lm" in getattr(model, "__dict__", {}))
+    if getattr(model, "remote", None) is not False:
+        return False
+    return hasattr(type(model), "lm") or "lm" in getattr(model, "__dict__", {})
 
 
 def runtime_name(model=None, runtime: str | None = None) -> str:
