@@ -16,6 +16,13 @@ Every chapter and ``dpkit evaluate`` use :func:`evaluate`:
   training set's most frequent label (``1/K`` when that label occurs in the
   test set's ``K`` classes), with ``majority_accuracy`` beside it.
 
+``dpkit evaluate`` reports, beside these scores, the measures of the texts
+themselves (:func:`dpkit.textmetrics.measure_texts`: assistant talk, texts under 3
+words, distinct-1/2, lengths, k-NN precision/recall and the real-vs-synthetic AUROC,
+each against the real test texts), as text or, with ``--json``, as JSON. A
+classifier can separate two piles of boilerplate, so the scores alone do not say
+whether the texts read like the data.
+
 It runs on the client's side, on released synthetic data and real test data:
 no privacy is spent.
 """
@@ -29,6 +36,7 @@ from typing import Sequence
 
 import numpy as np
 
+from dpkit.textmetrics import measure_texts
 from dpkit.validate import ParameterError, check_in_range, check_int
 
 METRICS = ("accuracy", "balanced_accuracy", "macro_f1")
@@ -157,29 +165,96 @@ def _evaluate_command(args: argparse.Namespace) -> int:
     from dpkit.models.embed import load_embedder
 
     embedder = load_embedder()
+    document_type = args.document_type or _release_document_type(args.synthetic)
     x_test = _embed(test.texts, embedder)
-    out = {"synthetic": evaluate(synthetic.texts, synthetic.labels, test.texts, test.labels, embedder=embedder,
-                                 test_features=x_test, seed=args.seed)}
-    result = dict(out["synthetic"])
+    x_synthetic = _embed(synthetic.texts, embedder)
+    result = evaluate(synthetic.texts, synthetic.labels, test.texts, test.labels, embedder=embedder,
+                      train_features=x_synthetic, test_features=x_test, seed=args.seed)
     result["n_synthetic"] = result.pop("n_train")
+    result["text_measures"] = measure_texts(synthetic.texts, test.texts, synthetic_features=x_synthetic,
+                                            real_features=x_test, document_type=document_type, seed=args.seed)
+    result["document_type"] = document_type
     if real is not None:
+        x_real = _embed(real.texts, embedder)
         real_scores = evaluate(real.texts, real.labels, test.texts, test.labels, embedder=embedder,
-                               test_features=x_test, seed=args.seed)
+                               train_features=x_real, test_features=x_test, seed=args.seed)
         real_scores["n_real"] = real_scores.pop("n_train")
         real_scores.pop("n_test")
+        real_scores["text_measures"] = measure_texts(real.texts, test.texts, synthetic_features=x_real,
+                                                     real_features=x_test, document_type=document_type,
+                                                     seed=args.seed)
         result["real"] = real_scores
-    print(json.dumps(result, indent=2, sort_keys=True))
+    print(json.dumps(result, indent=2, sort_keys=True) if args.json else format_report(result))
     return 0
+
+
+def _release_document_type(synthetic_path: str) -> str | None:
+    """The ``document_type`` in the ``config.json`` beside a release's synthetic.jsonl, if it records one."""
+    from pathlib import Path
+
+    config = Path(synthetic_path).with_name("config.json")
+    try:
+        value = json.loads(config.read_text()).get("document_type")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return value if isinstance(value, str) and value.strip() else None
+
+
+#: Rows of the text report: (label, key of the text measures, format).
+_MEASURE_ROWS = (
+    ("assistant talk (public pattern list)", "assistant_talk", "{:.1%}"),
+    ("texts under 3 words", "short_texts", "{:.1%}"),
+    ("distinct-1", "distinct_1", "{:.3f}"),
+    ("distinct-2", "distinct_2", "{:.3f}"),
+    ("words per text, mean", "words_mean", "{:.1f}"),
+    ("words per text, median", "words_median", "{:.1f}"),
+    ("length vs test, KS statistic", "length_ks", "{:.3f}"),
+    ("length vs test, Wasserstein (words)", "length_wasserstein", "{:.2f}"),
+    ("k-NN precision vs test texts", "knn_precision", "{:.3f}"),
+    ("k-NN recall vs test texts", "knn_recall", "{:.3f}"),
+    ("AUROC real-vs-synthetic (0.5: alike)", "auroc_real_vs_synthetic", "{:.3f}"),
+)
+
+
+def format_report(result: dict) -> str:
+    """The human-readable report of ``dpkit evaluate`` (the same numbers as ``--json``)."""
+    def interval(metric):
+        return "{estimate:.3f} [{low:.3f}, {high:.3f}]".format(**metric)
+
+    real = result.get("real")
+    lines = [f"synthetic texts: {result['n_synthetic']}, real test texts: {result['n_test']}"
+             + (f", real training texts (--real): {real['n_real']}" if real else ""),
+             "", "classifier (logistic regression on MiniLM embeddings), scored on the real test texts, 95% "
+             "bootstrap intervals:", f"  {'':<40} {'trained on synthetic':<24}" + ("trained on real" if real else "")]
+    for name, key in (("balanced accuracy", "balanced_accuracy"), ("macro-F1", "macro_f1"), ("accuracy", "accuracy")):
+        lines.append(f"  {name:<40} {interval(result[key]):<24}" + (interval(real[key]) if real else ""))
+    lines.append(f"  {'majority class (balanced accuracy)':<40} {result['majority_baseline']:.3f}")
+    measures, reference = result["text_measures"], (real or {}).get("text_measures")
+    lines += ["", f"text measures against the real test texts (k-NN k = {measures['knn_k']}"
+              + (f"; document type: {result['document_type']}" if result.get("document_type") else "") + "):",
+              f"  {'':<40} {'synthetic':<24}" + ("real (--real)" if reference else "")]
+    for name, key, fmt in _MEASURE_ROWS:
+        value = fmt.format(measures[key])
+        lines.append(f"  {name:<40} {value:<24}" + (fmt.format(reference[key]) if reference else ""))
+    lines.append(f"  {'test texts: distinct-1 / distinct-2':<40} "
+                 f"{measures['real_distinct_1']:.3f} / {measures['real_distinct_2']:.3f}")
+    lines.append(f"  {'test texts: words per text, mean':<40} {measures['real_words_mean']:.1f}")
+    return "\n".join(lines)
 
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("evaluate", help="train the project's classifier on synthetic texts, score on real "
-                              "test texts (JSON)")
+                              "test texts, and measure the texts against them (text report or --json)")
     p.add_argument("--synthetic", required=True, help="synthetic.jsonl of a labelled release")
     p.add_argument("--test", required=True, help="real test data: CSV, TSV or JSON Lines")
     p.add_argument("--text-column", required=True, help="text column of --test (and --real)")
     p.add_argument("--label-column", required=True, help="label column of --test (and --real)")
     p.add_argument("--real", default=None, help="real training data: the same classifier trained on it, for "
                    "reference")
-    p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap intervals (default 0)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap intervals and of the "
+                   "real-vs-synthetic cross-validation (default 0)")
+    p.add_argument("--document-type", default=None, help="the document type the release was asked for (counted "
+                   "as an instruction echo when a text names it); default: the release's config.json, if it "
+                   "records one")
+    p.add_argument("--json", action="store_true", help="print JSON instead of the text report")
     p.set_defaults(func=_evaluate_command)

@@ -6,7 +6,9 @@ A logistic regression with the settings of the project's classifier
 are scored, and the AUROC is the mean over folds of the area under the ROC curve of
 those scores. 0.5: the classifier cannot tell the sets apart (the synthetic texts are,
 to it, draws from the real distribution); 1.0: it separates them perfectly. Values
-below 0.5 are chance fluctuations around 0.5.
+below 0.5 are chance fluctuations around 0.5, or exact copies: a synthetic text that
+copies a real one puts the same point in both classes, and the held-out copy is
+scored by a model that learnt its twin with the other label.
 """
 
 from __future__ import annotations
