@@ -28,7 +28,8 @@ __all__ = ["AuditCase", "AuditSpec", "register", "specs", "get", "unavailable", 
            "ADAPTER_MODULES"]
 
 ADAPTER_MODULES = ("dpkit.audit.adapters_core", "dpkit.audit.adapters_kps", "dpkit.audit.adapters_privpred",
-                   "dpkit.audit.adapters_dpst", "dpkit.audit.zoo")
+                   "dpkit.audit.adapters_dpst", "dpkit.audit.zoo",
+                   "dpkit.audit.adapters_invisibleink")
 
 
 @dataclass

@@ -18,6 +18,8 @@ pp_token_actual_batch         logits averaged over the actual batch size
 pp_token_private_candidates   the candidates are the batch's own top-2 tokens
                               (a "grammar" that reads the private rows)
 dpst_*                        see :mod:`dpkit.audit.adapters_dpst`
+ii_token_public_row_saw_*     InvisibleInk's DClip against a row that saw a private
+ii_token_no_clip              prompt / without the clip (:mod:`dpkit.audit.adapters_invisibleink`)
 ============================  ==================================================
 """
 

@@ -70,7 +70,9 @@ from typing import Callable, Sequence
 import numpy as np
 import torch
 
+from dpkit.privacy.invisibleink import DEFAULT_VARIANT, check_variant
 from dpkit.privpred.grammar import JsonGrammar, compile_grammar
+from dpkit.privpred.invisibleink import sample_invisibleink_token_from_sum, topk_plus_candidates
 from dpkit.privpred.llamacpp_engine import LlamaCppPrivateRows, is_llamacpp
 from dpkit.privpred.private_rows import PrivateRows
 from dpkit.privpred.rows import advance, open_rows, tokenize
@@ -94,7 +96,10 @@ class DecodeSettings:
     ``private_cache_rows``: distinct private prompts that keep a key / value cache
     between steps, ``private_chunk_rows``: private rows recomputed at once (the
     others): public bounds on memory, which never change the output
-    (:mod:`dpkit.privpred.private_rows`).
+    (:mod:`dpkit.privpred.private_rows`); ``variant``: ``"amin"`` (the seed paper's
+    Eq. 1 clip-and-recenter on the public top-k) or ``"invisibleink"`` (DClip against
+    the public row's logits and Top-k+ candidates, :mod:`dpkit.privpred.invisibleink`;
+    ``clip`` is then DClip's norm C).
     """
 
     expected_batch_size: float
@@ -111,6 +116,7 @@ class DecodeSettings:
     grammar: JsonGrammar | None = None
     private_cache_rows: int = 64
     private_chunk_rows: int = 8
+    variant: str = DEFAULT_VARIANT
 
     def __post_init__(self):
         s = check_positive("expected_batch_size", self.expected_batch_size)
@@ -132,6 +138,7 @@ class DecodeSettings:
             check_int("max_steps", self.max_steps, minimum=1)
         check_int("private_cache_rows", self.private_cache_rows, minimum=1)
         check_int("private_chunk_rows", self.private_chunk_rows, minimum=1)
+        check_variant(self.variant)
         if self.grammar is not None and not isinstance(self.grammar, JsonGrammar):
             raise ParameterError("grammar", self.grammar, "must be a JsonGrammar or None")
 
@@ -274,6 +281,7 @@ def _decode(lm, public, private, settings: DecodeSettings, rng: np.random.Genera
     gate = svt_gate(settings.svt_threshold, settings.svt_sigma, s) if settings.svt else None
     session = gate.session(rng) if gate is not None else None
     vocab = int(public.prompt_logits.shape[-1])
+    invisible_ink = settings.variant == "invisibleink"
 
     result = BatchResult()
     tokens: list[int] = []
@@ -303,14 +311,25 @@ def _decode(lm, public, private, settings: DecodeSettings, rng: np.random.Genera
         forced, within = where.step() if where is not None else (None, None)
         is_private = forced is None and not public_only
         if forced is None:
-            allowed = _public_top_k(public_z, settings.top_k, within)
+            if invisible_ink and not public_only:  # Top-k+: the public top-k widened by 2c (public data only)
+                allowed = topk_plus_candidates(public_z, settings.top_k, c, within)
+            else:
+                allowed = _public_top_k(public_z, settings.top_k, within)
             if not public_only:  # the private rows are read: their sums at this step, one row at a time
-                stats = private.statistics(c, allowed, vocab, softmax=session is not None, device=public_z.device)
+                stats = private.statistics(c, allowed, vocab, softmax=session is not None, device=public_z.device,
+                                           reference=public_z if invisible_ink else None)
             if session is not None and not public_only:
                 is_private, _ = svt_step_from_sum(stats.softmax_sum, public_z, s, session)
         if forced is not None:
             token = forced
             result.forced_tokens += 1
+        elif is_private and invisible_ink:  # u = z_pub + (sum of DClip differences) / s on the candidates
+            public_on = public_z if allowed is None else public_z[allowed.to(public_z.device)]
+            token = sample_invisibleink_token_from_sum(stats.clipped_sum, public_on, c, s, tau, rng,
+                                                       candidates=allowed)
+            result.private_tokens += 1
+            if session is not None:
+                session = gate.session(rng)
         elif is_private:
             token = sample_private_token_from_sum(stats.clipped_sum, c, s, tau, rng, candidates=allowed)
             result.private_tokens += 1

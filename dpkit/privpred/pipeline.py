@@ -65,6 +65,8 @@ import numpy as np
 
 from dpkit.privacy import (PrivacyLedger, max_private_tokens, private_prediction_contract,
                            private_prediction_guarantee, zcdp_to_epsilon)
+from dpkit.privacy.invisibleink import (DEFAULT_VARIANT, check_variant, invisibleink_contract,
+                                        invisibleink_guarantee, invisibleink_max_private_tokens)
 from dpkit.privpred.batching import assign_batches, batch_layout, batch_name
 from dpkit.privpred.decode import DecodeSettings
 from dpkit.privpred.grammar import JsonGrammar
@@ -136,15 +138,17 @@ class PrivatePredictionConfig:
     grammar: JsonGrammar | None = None   # public: every example a valid record (dpkit.privpred.grammar)
     private_cache_rows: int = 64   # public memory bounds (dpkit.privpred.private_rows): rows with a cache,
     private_chunk_rows: int = 8    # and rows recomputed at once; neither changes the output
+    variant: str = DEFAULT_VARIANT  # "amin" (the seed paper) or "invisibleink" (DClip + Top-k+, clip = C)
 
     def __post_init__(self):
+        check_variant(self.variant)
         check_positive("epsilon", self.epsilon)
         check_probability("delta", self.delta)
         check_int("max_record_tokens", self.max_record_tokens, minimum=1)
         self.settings()  # validates everything else
         if self.max_private_tokens() < 1:
-            r1 = private_prediction_contract(1, self.expected_batch_size, self.clip, self.temperature,
-                                             self.svt_sigma).rho()
+            r1 = self._accounting()[1](1, self.expected_batch_size, self.clip, self.temperature,
+                                       self.svt_sigma).rho()
             raise ParameterError("epsilon", self.epsilon,
                                  f"is too small for even one private token at delta={self.delta:g}: one token "
                                  f"costs epsilon={zcdp_to_epsilon(r1, self.delta):.4g} with s="
@@ -152,10 +156,16 @@ class PrivatePredictionConfig:
                                  + (f", sigma={self.svt_sigma:g}" if self.svt_sigma else "")
                                  + " (raise s or tau, or lower c)")
 
+    def _accounting(self):
+        """(cap, contract, guarantee) functions of this variant's one home in :mod:`dpkit.privacy`."""
+        if self.variant == "invisibleink":
+            return invisibleink_max_private_tokens, invisibleink_contract, invisibleink_guarantee
+        return max_private_tokens, private_prediction_contract, private_prediction_guarantee
+
     def max_private_tokens(self) -> int:
         """The cap ``r`` from Theorem 1 (tight zCDP -> (epsilon, delta) conversion), computed once."""
         if "_r" not in self.__dict__:   # frozen: the fields cannot change, so neither can r
-            object.__setattr__(self, "_r", max_private_tokens(
+            object.__setattr__(self, "_r", self._accounting()[0](
                 self.epsilon, self.delta, self.expected_batch_size, self.clip, self.temperature,
                 self.svt_sigma if self.svt_threshold is not None else None))
         return self.__dict__["_r"]
@@ -167,18 +177,18 @@ class PrivatePredictionConfig:
             svt_threshold=self.svt_threshold, svt_sigma=self.svt_sigma, top_k=self.top_k,
             max_new_tokens=self.max_new_tokens, max_examples=self.max_examples_per_batch,
             max_steps=self.max_steps_per_batch, grammar=self.grammar, private_cache_rows=self.private_cache_rows,
-            private_chunk_rows=self.private_chunk_rows)
+            private_chunk_rows=self.private_chunk_rows, variant=self.variant)
 
     def contract(self):
         """Theorem 1's contract at the cap ``r`` (not at the tokens a run happens to use)."""
-        return private_prediction_contract(self.max_private_tokens(), self.expected_batch_size, self.clip,
-                                           self.temperature, self.svt_sigma if self.svt_threshold is not None
+        return self._accounting()[1](self.max_private_tokens(), self.expected_batch_size, self.clip,
+                                     self.temperature, self.svt_sigma if self.svt_threshold is not None
                                            else None)
 
     def guarantee(self) -> dict:
         """rho, and epsilon at ``delta`` by both conversions of Theorem 1, at the cap (one home:
         :func:`dpkit.privacy.private_prediction.private_prediction_guarantee`)."""
-        guarantee = private_prediction_guarantee(
+        guarantee = self._accounting()[2](
             self.max_private_tokens(), self.delta, self.expected_batch_size, self.clip, self.temperature,
             self.svt_sigma if self.svt_threshold is not None else None)
         return {**guarantee, "target_epsilon": self.epsilon}

@@ -42,6 +42,7 @@ from typing import Iterator, Sequence
 
 import torch
 
+from dpkit.privpred.invisibleink import dclip_rows
 from dpkit.privpred.rows import ModelRows, advance, open_rows
 from dpkit.validate import check_int
 
@@ -152,18 +153,23 @@ class PrivateRows:
 
     @torch.inference_mode()
     def statistics(self, clip: float, candidates: torch.Tensor | None, vocab: int, softmax: bool,
-                   device=None) -> Statistics:
+                   device=None, reference: torch.Tensor | None = None) -> Statistics:
         """The sums of the private rows at this step (float64): see the module docstring.
 
         ``candidates``: sorted token ids the clipped sum is taken on (None: the whole vocabulary);
-        ``softmax``: also sum the rows' softmaxes (for the sparse-vector distance).
+        ``softmax``: also sum the rows' softmaxes (for the sparse-vector distance);
+        ``reference``: the PUBLIC row's logits ``(vocab,)``: the sum is then of InvisibleInk's
+        DClip differences ``clip(z_i - z_pub, -c, c)`` (:mod:`dpkit.privpred.invisibleink`)
+        instead of Eq. (1)'s clipped logits.
         """
         width = vocab if candidates is None else int(candidates.shape[0])
         device = device if device is not None else self.lm.device
         clipped = torch.zeros(width, dtype=torch.float64, device=device)
         soft = torch.zeros(vocab, dtype=torch.float64, device=device) if softmax else None
         for logits, count in self._row_logits():
-            clipped.add_(clip_rows(logits, clip, candidates)[0], alpha=count)
+            row = clip_rows(logits, clip, candidates) if reference is None else \
+                dclip_rows(logits, reference.to(logits.device), clip, candidates)
+            clipped.add_(row[0].to(device), alpha=count)
             if soft is not None:
                 soft.add_(logits.double().softmax(-1)[0], alpha=count)
         return Statistics(clipped, soft, candidates)
