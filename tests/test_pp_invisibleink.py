@@ -319,3 +319,35 @@ def test_the_ledger_spends_the_stated_guarantee(lm):
     assert result.guarantee["epsilon"] <= 2.0 and result.guarantee["variant"] == "invisibleink"
     assert ledger.rho == pytest.approx(paper_rho(r, 0.3, 2.0, 1.0), rel=1e-8)
     assert all(e.text for e in result.examples)
+
+
+@pytest.mark.slow
+def test_the_release_audit_does_not_refute_a_whole_invisibleink_release():
+    """The release auditor (canaries, one run) on the variant's whole release, as on the seed paper's."""
+    from dpkit.audit import release_zoo as zoo
+    from dpkit.audit.release import audit_release, neighbouring_for
+    from dpkit.data.tables import label_set, read_table
+    from dpkit.methods import Records
+
+    table = read_table("data/own_data_sample.csv", "text", "label")
+    records = Records.from_strings(table.texts, table.labels, label_set(table.labels, None), declared=False)
+    synthesize = zoo.method("pp", 4.0, seed=0, variant="invisibleink", clip=0.5)
+    result = audit_release(synthesize, records, canaries=100, claimed_epsilon=4.0, claimed_delta=1e-6, seed=100,
+                           scorers=("ngram", "chars"), neighbouring=neighbouring_for("pp"))
+    assert result.verdict == "not refuted", result.to_dict()
+
+
+def test_the_comparison_has_an_invisibleink_row():
+    from dpkit.experiments.compare import Sizes, configs, method_of
+    from dpkit.experiments.results import parse_methods
+
+    assert parse_methods("pp,pp_ink") == ("pp", "pp_ink") and method_of("pp_ink") == "pp"
+    for epsilon in (1.0, 4.0):
+        rows = configs(epsilon, Sizes(), document_type="short text")
+        ink, seed_paper = rows["pp_ink"], rows["pp"]
+        assert ink.variant == "invisibleink" and seed_paper.variant == "amin"
+        assert (ink.expected_batch_size, ink.top_k, ink.n_batches) == (
+            seed_paper.expected_batch_size, seed_paper.top_k, seed_paper.n_batches)
+        assert ink.max_private_tokens() >= ink.max_new_tokens and ink.guarantee()["epsilon"] <= epsilon
+    with pytest.raises(ParameterError, match="--methods"):
+        parse_methods("pp_nope")

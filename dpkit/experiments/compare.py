@@ -32,6 +32,14 @@ from dpkit.validate import check_int
 NOISE_OFF_EPSILON = 1e6
 #: The methods the comparison runs, by their name in :data:`dpkit.methods.METHODS`.
 METHOD_NAMES = ("kps", "pp", "dpst")
+#: Extra rows a comparison may ask for (``--methods``): a name -> the dpkit method that runs it.
+#: ``pp_ink``: private prediction's InvisibleInk variant (DClip + Top-k+, :mod:`dpkit.privpred.invisibleink`).
+VARIANT_ROWS = {"pp_ink": "pp"}
+
+
+def method_of(row: str) -> str:
+    """The dpkit method (:data:`dpkit.methods.METHODS`) that runs a comparison row."""
+    return VARIANT_ROWS.get(row, row)
 
 
 @dataclass(frozen=True)
@@ -85,7 +93,18 @@ def configs(epsilon: float, sizes: Sizes, *, document_type: str, vocabulary: str
     }
     if smoke:
         out["dpst"] = replace(out["dpst"], n_articles=12)
+    out["pp_ink"] = invisibleink_config(out["pp"])
     return out
+
+
+def invisibleink_config(config: "pp.Config", temperature: float = 1.0) -> "pp.Config":
+    """The ``pp_ink`` row: the pp row's sizes with the InvisibleInk variant, at tau = 1 and the paper's
+    calibrated DClip norm C (the largest at which every batch's ``max_new_tokens`` tokens fit epsilon)."""
+    from dpkit.privacy.invisibleink import calibrated_clip
+
+    clip = calibrated_clip(config.epsilon, config.delta, config.expected_batch_size, temperature,
+                           config.max_new_tokens)
+    return replace(config, variant="invisibleink", clip=clip, temperature=temperature)
 
 
 def per_class_subset(labels: Sequence[int], per_class: int, rng: np.random.Generator) -> list[int]:

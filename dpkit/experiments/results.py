@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
 from dpkit.experiments.cells import package_version
-from dpkit.experiments.compare import METHOD_NAMES, Sizes
+from dpkit.experiments.compare import METHOD_NAMES, VARIANT_ROWS, Sizes
 from dpkit.validate import ParameterError
 
 REAL = "real"  # the real-data reference cell: real training texts of the same size (epsilon inf)
@@ -124,8 +124,9 @@ def get_preset(name: str) -> Preset:
 def parse_methods(text: str) -> tuple[str, ...]:
     """``"kps,dpst"`` -> ``("kps", "dpst")``, each one of :data:`~dpkit.experiments.compare.METHOD_NAMES`."""
     names = tuple(dict.fromkeys(part.strip() for part in str(text).split(",") if part.strip()))
-    if not names or any(name not in METHOD_NAMES for name in names):
-        raise ParameterError("--methods", text, f"must list some of {','.join(METHOD_NAMES)}, separated by commas")
+    allowed = METHOD_NAMES + tuple(VARIANT_ROWS)   # pp_ink: private prediction's InvisibleInk variant, on request
+    if not names or any(name not in allowed for name in names):
+        raise ParameterError("--methods", text, f"must list some of {','.join(allowed)}, separated by commas")
     return names
 
 
