@@ -13,7 +13,15 @@ read. Only the release's wall time is the ``wall_s`` of a cell; loading the data
 and the models is not.
 
 The scores read real test texts and, for the ``real`` cell, real training texts:
-evaluation, never part of a release.
+evaluation, never part of a release. Beside the scores, each cell measures its
+texts against the real test texts (:func:`dpkit.textmetrics.measure_texts`) and
+returns them (``texts``), so that a reader can see what a score was made of; the
+``real`` cell returns its measures (a reference) but not its texts, which are records
+of the data set.
+
+A cell is a seeded teaching run, not a differentially private release: its
+mechanisms are calibrated to its epsilon, but its seed is fixed and stored, and
+every cell is another run on the same records (:data:`TEACHING_RUN`).
 """
 
 from __future__ import annotations
@@ -25,8 +33,13 @@ import numpy as np
 
 from dpkit.experiments.compare import configs, method_of, per_class_subset, pp_decoding_key
 from dpkit.seeds import generator, root_sequence
+from dpkit.textmetrics import measure_texts
 
 DOCUMENT_TYPES = {"rotten_tomatoes": "one-sentence movie review", "health_tweets": "health news tweet"}
+#: What every stored cell says it is (its ``note``).
+TEACHING_RUN = ("a seeded teaching run on public benchmark data, not a differentially private release: the "
+                "mechanisms are calibrated to the cell's epsilon, but the seed is fixed and stored (anyone can "
+                "replay the noise), and every cell of the grid is another run on the same records")
 
 
 def package_version(name: str) -> str | None:
@@ -147,5 +160,10 @@ class LocalCells:
         metrics = {k: result[k] for k in ("balanced_accuracy", "macro_f1", "accuracy")}
         metrics.update({"majority_baseline": result["majority_baseline"], "n_train": result["n_train"],
                         "n_test": len(test_texts), "n_private_records": len(records.texts)})
-        return {"metrics": metrics, "release": release_info, "wall_s": wall, "runtime": self.runtime(),
-                "model": self.model()}
+        measures = measure_texts(texts, test_texts, embedder=embedder, real_features=x_test,
+                                 document_type=DOCUMENT_TYPES.get(dataset, "short text"), seed=seed) if texts else None
+        out = {"metrics": metrics, "release": release_info, "wall_s": wall, "runtime": self.runtime(),
+               "model": self.model(), "text_measures": measures}
+        if method != "real":  # the real cell's texts are records of the data set: measured, not stored
+            out["texts"] = {"texts": [str(t) for t in texts], "labels": [str(y) for y in labels]}
+        return out

@@ -14,6 +14,15 @@ the command (:class:`~dpkit.experiments.results.Sweep` with
 agrees when the re-run's estimate lies inside the stored cell's 95% bootstrap
 interval (a seeded re-run on the same machine reproduces it exactly or nearly).
 
+:func:`paired_difference` compares two epsilons of one method seed by seed (the
+same seed's cells at both, so the shared randomness cancels) with a Student-t
+interval over the paired differences: "rises with epsilon" is a claim only when
+that interval lies above 0. :func:`first_texts` shows the first texts of each
+stored cell (a public rule, not a pick).
+
+Cells stored before the texts were kept load as before; their rows say
+``has_texts`` False and their text measures are nan.
+
 Everything here is evaluation on public benchmark data, never a release.
 """
 
@@ -28,7 +37,10 @@ from typing import Sequence
 from dpkit.experiments.results import PRESETS, PROVENANCE_KEYS, REAL, Preset, Sweep, cell_path, verifies
 
 #: presets from the largest to the smallest: a chapter plots the first one that has stored cells
-PRESET_ORDER = ("full", "medium", "book", "smoke")
+PRESET_ORDER = ("full", "medium", "paired-small", "book", "smoke")
+#: the text measures a row carries (nan for a cell stored without them)
+ROW_TEXT_MEASURES = ("assistant_talk", "short_texts", "distinct_1", "distinct_2", "words_mean", "length_ks",
+                     "knn_precision", "knn_recall", "auroc_real_vs_synthetic")
 #: the metrics a re-run is compared on
 CHECKED_METRICS = ("balanced_accuracy", "macro_f1")
 
@@ -118,8 +130,64 @@ def rows(cells: Sequence[dict]):
         for metric in ("balanced_accuracy", "macro_f1", "accuracy"):
             for part in ("estimate", "low", "high"):
                 row[metric if part == "estimate" else f"{metric}_{part}"] = metrics[metric][part]
+        measures = body.get("text_measures") or {}
+        row.update({name: float(measures.get(name, math.nan)) for name in ROW_TEXT_MEASURES})
+        row["has_texts"] = texts_of(body) is not None
         out.append(row)
     return pd.DataFrame(out)
+
+
+def texts_of(body: dict) -> tuple[list[str], list[str]] | None:
+    """``(texts, labels)`` stored in a cell; None for the real cell and for cells stored before texts were kept."""
+    stored = body.get("texts")
+    if not isinstance(stored, dict):
+        return None
+    return list(stored["texts"]), list(stored["labels"])
+
+
+def first_texts(cells: Sequence[dict], n: int = 3):
+    """The first ``n`` stored texts of each label of each cell that holds texts (a public rule: no pick).
+
+    One row per text: dataset, method, epsilon, seed, label, index (its place in the
+    release), text.
+    """
+    import pandas as pd
+
+    out = []
+    for body in cells:
+        stored = texts_of(body)
+        if stored is None:
+            continue
+        dataset, method, epsilon, seed = cell_key(body)
+        taken: dict[str, int] = {}
+        for index, (text, label) in enumerate(zip(*stored)):
+            if taken.get(label, 0) < n:
+                taken[label] = taken.get(label, 0) + 1
+                out.append({"dataset": dataset, "method": method, "epsilon": epsilon, "seed": seed, "label": label,
+                            "index": index, "text": text})
+    return pd.DataFrame(out, columns=["dataset", "method", "epsilon", "seed", "label", "index", "text"])
+
+
+def paired_difference(frame, dataset: str, method: str, low_epsilon: float, high_epsilon: float,
+                      column: str = "balanced_accuracy") -> dict:
+    """Mean of ``column`` at ``high_epsilon`` minus at ``low_epsilon``, paired by seed, with a 95% t interval.
+
+    Only seeds stored at both epsilons count (``seeds``). ``rises`` is True when the
+    whole interval lies above 0, ``falls`` when it lies below; with one pair the
+    interval has no width and neither is claimed.
+    """
+    from dpkit.experiments.compare import t_interval
+
+    part = frame[(frame["dataset"] == dataset) & (frame["method"] == method)]
+    low = part[part["epsilon"] == low_epsilon].set_index("seed")[column]
+    high = part[part["epsilon"] == high_epsilon].set_index("seed")[column]
+    seeds = sorted(set(low.index) & set(high.index))
+    differences = [float(high[s] - low[s]) for s in seeds]
+    mean, lo, hi = t_interval(differences)
+    enough = len(seeds) >= 2
+    return {"dataset": dataset, "method": method, "low_epsilon": low_epsilon, "high_epsilon": high_epsilon,
+            "column": column, "seeds": seeds, "differences": differences, "mean": mean, "low": lo, "high": hi,
+            "rises": bool(enough and lo > 0), "falls": bool(enough and hi < 0)}
 
 
 def summarize(frame, columns: Sequence[str] = ("balanced_accuracy", "macro_f1", "wall_s")):
