@@ -28,6 +28,7 @@ from typing import Any, Sequence
 
 from dpkit.backends.cache import ResponseCache, cache_key, cacheable_params
 from dpkit.backends.guard import PromptLike, normalize_messages, plain, require_sendable
+from dpkit.models.voice import Voice, cut_at_stop, with_voice
 from dpkit.privacy.marks import Privatized, Public, is_sealed
 from dpkit.validate import ParameterError, check_int, check_positive
 
@@ -44,10 +45,29 @@ class GenerationParams:
     temperature: float = 0.0
     top_p: float | None = None
     seed: int = 0
+    stop: tuple[str, ...] = ()       # from a Voice (dpkit.models.voice); empty ones stay out of cache keys
+    banned: tuple[str, ...] = ()
+    min_new_tokens: int = 0
+
+    def key_params(self) -> dict:
+        """The parameters as a cache key holds them: the voice's fields only when they are set
+        (so a request without a voice keeps the key it always had)."""
+        out = asdict(self)
+        for name in ("stop", "banned", "min_new_tokens"):
+            if not out[name]:
+                out.pop(name)
+            elif isinstance(out[name], tuple):
+                out[name] = list(out[name])
+        return out
+
+    def voice_kwargs(self) -> dict:
+        """``stop``, ``banned``, ``min_new_tokens`` for a local generator, only those that are set."""
+        return {k: v for k, v in (("stop", self.stop), ("banned", self.banned),
+                                  ("min_new_tokens", self.min_new_tokens)) if v}
 
     @classmethod
     def checked(cls, max_new_tokens: int = 64, temperature: float = 0.0,
-                top_p: float | None = None, seed: int = 0) -> "GenerationParams":
+                top_p: float | None = None, seed: int = 0, voice=None) -> "GenerationParams":
         max_new_tokens = check_int("max_new_tokens", max_new_tokens, minimum=1)
         temperature = check_positive("temperature", temperature, allow_zero=True)
         if top_p is not None:
@@ -55,7 +75,9 @@ class GenerationParams:
             if top_p > 1:
                 raise ParameterError("top_p", top_p, "must lie in (0, 1]")
         seed = check_int("seed", seed, minimum=0)
-        return cls(max_new_tokens, temperature, top_p, seed)
+        if voice is None:
+            return cls(max_new_tokens, temperature, top_p, seed)
+        return cls(max_new_tokens, temperature, top_p, seed, voice.stop, voice.banned, voice.min_new_tokens)
 
 
 class Backend(ABC):
@@ -77,31 +99,40 @@ class Backend(ABC):
 
     # ----------------------------------------------------------------- public
     def generate(self, prompt: PromptLike, *, max_new_tokens: int = 64, temperature: float = 0.0,
-                 top_p: float | None = None, seed: int = 0, system: str | None = None) -> str:
+                 top_p: float | None = None, seed: int = 0, system: str | None = None, voice=None) -> str:
         """One completion for ``prompt`` (see :meth:`generate_batch`)."""
         if not isinstance(prompt, str) and not isinstance(prompt, Sequence):
             raise ParameterError("prompt", prompt, "must be a string or a list of chat messages")
         return self.generate_batch([prompt], max_new_tokens=max_new_tokens, temperature=temperature,
-                                   top_p=top_p, seed=seed, system=system)[0]
+                                   top_p=top_p, seed=seed, system=system, voice=voice)[0]
 
     def generate_batch(self, prompts: Sequence[PromptLike], *, max_new_tokens: int = 64,
                        temperature: float = 0.0, top_p: float | None = None, seed: int = 0,
-                       system: str | None = None) -> list[str]:
+                       system: str | None = None, voice=None) -> list[str]:
         """One completion per prompt, in order.
 
         ``temperature=0`` asks for greedy decoding; ``seed`` fixes sampling where
         the backend supports it. A remote backend raises
         :class:`~dpkit.backends.guard.PrivateTextError` before sending anything if
         any content (or ``system``) is not Public/Privatized text.
+
+        ``voice``: a :class:`~dpkit.models.voice.Voice` (public rules for writing a
+        document): its system message and prefilled assistant turn become part of each
+        chat (so of its cache key and of what the guard checks), every text is cut at
+        its first stop sequence, and the local backend also applies its banned openings
+        and minimum length to the logits. An API backend cannot reach the logits: it
+        gets the chat, and the stop sequences cut its answer.
         """
         if isinstance(prompts, str) or not isinstance(prompts, Sequence) or len(prompts) == 0:
             raise ParameterError("prompts", prompts, "must be a non-empty list of prompts (use generate() for one)")
-        params = GenerationParams.checked(max_new_tokens, temperature, top_p, seed)
-        chats = [normalize_messages(p, system) for p in prompts]
+        if voice is not None and not isinstance(voice, Voice):
+            raise ParameterError("voice", voice, "must be a dpkit.models.voice.Voice or None")
+        params = GenerationParams.checked(max_new_tokens, temperature, top_p, seed, voice)
+        chats = [with_voice(normalize_messages(p, system), voice) for p in prompts]
         provenance = [self._admit(chat) for chat in chats]
         out: list[str | None] = [None] * len(chats)
         keys: list[str | None] = [None] * len(chats)
-        cache_params = cacheable_params(asdict(params))   # no seed in release mode (dpkit.backends.cache)
+        cache_params = cacheable_params(params.key_params())   # no seed in release mode (dpkit.backends.cache)
         if self.cache is not None and cache_params is not None:
             for i, chat in enumerate(chats):
                 if self._cacheable(chat):
@@ -113,6 +144,8 @@ class Backend(ABC):
                 # Called as each answer arrives: a batch that fails half-way keeps (and
                 # never pays again for) the answers it already received.
                 i = missing[j]
+                if params.stop and isinstance(text, str):
+                    text = cut_at_stop(text, params.stop)[0].strip()
                 with self._lock:
                     if out[i] is not None:
                         return

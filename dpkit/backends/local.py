@@ -156,7 +156,7 @@ class LocalBackend(Backend):
             texts = self.generator.generate(chats[start:start + self.batch_size],
                                      max_new_tokens=params.max_new_tokens,
                                      temperature=params.temperature, top_p=params.top_p,
-                                     seed=params.seed)
+                                     seed=params.seed, **params.voice_kwargs())
             for j, text in enumerate(texts, start):
                 if on_result is not None:
                     on_result(j, text)

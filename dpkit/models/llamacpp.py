@@ -48,6 +48,7 @@ from typing import Sequence, Union
 import numpy as np
 
 from dpkit.models.llamacpp_batch import OPEN_CONTEXTS, SequenceContext
+from dpkit.models.voice import OpeningBan, cut_at_stop, split_prefill
 from dpkit.validate import ParameterError, check_int, check_positive
 
 Messages = list[dict]
@@ -222,13 +223,14 @@ class LlamaCppLM:
             messages = [{"role": m["role"], "content": str(m["content"])} for m in prompt]
         if system is not None:
             messages = [{"role": "system", "content": system}] + messages
+        messages, prefill = split_prefill(messages)   # a trailing assistant message is continued
         template = self.llama.metadata.get("tokenizer.chat_template")
         if not template:
-            return "\n".join(m["content"] for m in messages) + "\n"
+            return "\n".join(m["content"] for m in messages) + "\n" + (prefill or "")
         special = {}
         for key, token in (("bos_token", self.llama.token_bos()), ("eos_token", self.llama.token_eos())):
             special[key] = self.llama.detokenize([token], special=True).decode("utf-8", "ignore") if token >= 0 else ""
-        return _render_template(template, messages, **special)
+        return _render_template(template, messages, **special) + (prefill or "")
 
     def tokenize(self, text: str) -> list[int]:
         """Token ids of rendered text (special tokens such as ``<|im_start|>`` recognized, no BOS added)."""
@@ -274,11 +276,16 @@ class LlamaCppLM:
     # ----------------------------------------------------------------- generation
     def generate(self, prompts: Sequence[PromptLike], *, max_new_tokens: int = 64,
                  temperature: float = 0.0, top_p: float | None = None, seed: int = 0,
-                 system: str | None = None) -> list[str]:
+                 system: str | None = None, stop: Sequence[str] = (), banned: Sequence[str] = (),
+                 min_new_tokens: int = 0) -> list[str]:
         """Generate a completion for each prompt (chat-rendered), all prompts decoded together.
 
         ``temperature=0`` is greedy decoding. With ``temperature>0`` tokens are drawn
         (nucleus ``top_p`` when given) from a numpy generator seeded by ``seed``.
+        A prompt ending with an assistant message continues that message (a prefill).
+        ``stop``: each text is cut at its first stop sequence (its row stops decoding there);
+        ``banned``: opening phrases a text may not start with; ``min_new_tokens``: no end
+        token before this many tokens (:mod:`dpkit.models.voice`).
         """
         if isinstance(prompts, str):
             raise ParameterError("prompts", prompts, "must be a sequence of prompts, not one string")
@@ -287,16 +294,26 @@ class LlamaCppLM:
         if top_p is not None:
             top_p = check_positive("top_p", top_p)
         ids = self._encode([self.chat(p, system=system) for p in prompts])
+        ban = OpeningBan.build(self.tokenize, banned) if banned else None
+        stopped = None
+        if stop:
+            def stopped(row_tokens):
+                return cut_at_stop(self.detokenize(row_tokens), stop)[1]
         tokens = self.generate_ids(ids, max_new_tokens=max_new_tokens, temperature=temperature,
-                                   top_p=top_p, seed=seed)
-        return [self.detokenize(t).strip() for t in tokens]
+                                   top_p=top_p, seed=seed, ban=ban, stopped=stopped,
+                                   min_new_tokens=check_int("min_new_tokens", min_new_tokens, minimum=0))
+        return [cut_at_stop(self.detokenize(t), stop)[0].strip() for t in tokens]
 
     def generate_ids(self, ids: Sequence[Sequence[int]], *, max_new_tokens: int, temperature: float = 0.0,
-                     top_p: float | None = None, seed: int = 0, stop_at_end: bool = True) -> list[list[int]]:
+                     top_p: float | None = None, seed: int = 0, stop_at_end: bool = True,
+                     ban=None, stopped=None, min_new_tokens: int = 0) -> list[list[int]]:
         """New token ids after each prompt (end-of-generation token excluded).
 
         ``stop_at_end=False`` masks the end tokens so that every row gets exactly
         ``max_new_tokens`` tokens (benchmarks use it to compare equal work).
+        ``ban(tokens) -> ids`` (an :class:`~dpkit.models.voice.OpeningBan`): tokens a row may not
+        draw next, given its tokens so far; ``stopped(tokens) -> bool``: the row is done (a stop
+        sequence occurred); ``min_new_tokens``: end tokens are masked before this many tokens.
         """
         rows = len(ids)
         ctx = self.context(rows, max(len(i) for i in ids) + max_new_tokens)
@@ -305,15 +322,25 @@ class LlamaCppLM:
         out: list[list[int]] = [[] for _ in range(rows)]
         active = list(range(rows))
         end = None if stop_at_end else np.array(self.eos_token_ids)
+        early = np.array(self.eos_token_ids) if min_new_tokens > 0 else None
         for step in range(max_new_tokens):
             if end is not None:
                 logits[:, end] = -np.inf
+            if early is not None and step < min_new_tokens:
+                logits[:, early] = -np.inf
+            if ban is not None and step < ban.reach:
+                for i, row in enumerate(active):
+                    banned = ban(out[row])
+                    if banned:
+                        logits[i, sorted(banned)] = -np.inf
             chosen = sample_tokens(logits, temperature, top_p, rng)
             still = []
             for row, token in zip(active, chosen):
                 if stop_at_end and self.is_end(token):
                     continue
                 out[row].append(int(token))
+                if stopped is not None and stopped(out[row]):
+                    continue
                 still.append(row)
             active = still
             if not active or step == max_new_tokens - 1:

@@ -18,6 +18,7 @@ import torch
 from dpkit import runtime
 from dpkit.io import atomic_folder
 from dpkit.models.packages import SMOLLM2_GGUF, smollm2_gguf
+from dpkit.models.voice import OpeningBan, cut_at_stop, split_prefill
 from dpkit.validate import ParameterError, check_int, check_positive
 
 BUNDLED_LM = "SmolLM2-135M-Instruct"
@@ -96,9 +97,11 @@ class LocalLM:
             messages = [dict(m) for m in prompt]
         if system is not None:
             messages = [{"role": "system", "content": system}] + messages
+        messages, prefill = split_prefill(messages)   # a trailing assistant message is continued
         if getattr(self.tokenizer, "chat_template", None) is None:
-            return "\n".join(m["content"] for m in messages) + "\n"
-        return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+            return "\n".join(m["content"] for m in messages) + "\n" + (prefill or "")
+        return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True) \
+            + (prefill or "")
 
     def encode(self, texts: Sequence[str]) -> dict[str, torch.Tensor]:
         """Tokenize rendered texts (left padding) onto the model's device."""
@@ -123,11 +126,14 @@ class LocalLM:
     @torch.inference_mode()
     def generate(self, prompts: Sequence[PromptLike], *, max_new_tokens: int = 64,
                  temperature: float = 0.0, top_p: float | None = None, seed: int = 0,
-                 system: str | None = None) -> list[str]:
+                 system: str | None = None, stop: Sequence[str] = (), banned: Sequence[str] = (),
+                 min_new_tokens: int = 0) -> list[str]:
         """Generate a completion for each prompt (chat-rendered), batched.
 
         ``temperature=0`` is greedy decoding. With ``temperature>0`` sampling uses
         a private torch generator seeded by ``seed``: the same seed gives the same texts.
+        A prompt ending with an assistant message continues that message (a prefill);
+        ``stop``, ``banned`` and ``min_new_tokens`` as in :mod:`dpkit.models.voice`.
         """
         if isinstance(prompts, str):
             raise ParameterError("prompts", prompts, "must be a sequence of prompts, not one string")
@@ -138,6 +144,14 @@ class LocalLM:
         texts = [self.chat(p, system=system) for p in prompts]
         batch = self.encode(texts)
         kwargs = dict(max_new_tokens=max_new_tokens, pad_token_id=self.tokenizer.pad_token_id)
+        min_new_tokens = check_int("min_new_tokens", min_new_tokens, minimum=0)
+        if min_new_tokens:
+            kwargs["min_new_tokens"] = min_new_tokens
+        if stop:
+            kwargs.update(stop_strings=list(stop), tokenizer=self.tokenizer)
+        if banned:
+            ban = OpeningBan.build(lambda t: self.tokenizer(t, add_special_tokens=False)["input_ids"], banned)
+            kwargs["logits_processor"] = [_OpeningBanProcessor(ban, batch["input_ids"].shape[1])]
         if temperature == 0.0:
             kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
         else:
@@ -147,7 +161,24 @@ class LocalLM:
             torch.manual_seed(int(seed))
             out = self.model.generate(**batch, **kwargs)
         new = out[:, batch["input_ids"].shape[1]:]
-        return [t.strip() for t in self.tokenizer.batch_decode(new, skip_special_tokens=True)]
+        return [cut_at_stop(t, stop)[0].strip() for t in self.tokenizer.batch_decode(new, skip_special_tokens=True)]
+
+
+class _OpeningBanProcessor:
+    """A ``transformers`` logits processor: :class:`~dpkit.models.voice.OpeningBan` on each row's new tokens."""
+
+    def __init__(self, ban: OpeningBan, prompt_len: int):
+        self.ban, self.prompt_len = ban, int(prompt_len)
+
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+        generated = input_ids[:, self.prompt_len:]
+        if generated.shape[1] >= self.ban.reach:
+            return scores
+        for row in range(generated.shape[0]):
+            banned = self.ban(generated[row].tolist())
+            if banned:
+                scores[row, sorted(banned)] = -float("inf")
+        return scores
 
 
 @lru_cache(maxsize=2)

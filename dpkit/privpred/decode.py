@@ -70,6 +70,7 @@ from typing import Callable, Sequence
 import numpy as np
 import torch
 
+from dpkit.models.voice import DecodingRules
 from dpkit.privacy.invisibleink import DEFAULT_VARIANT, check_variant
 from dpkit.privpred.grammar import JsonGrammar, compile_grammar
 from dpkit.privpred.invisibleink import sample_invisibleink_token_from_sum, topk_plus_candidates
@@ -117,6 +118,10 @@ class DecodeSettings:
     private_cache_rows: int = 64
     private_chunk_rows: int = 8
     variant: str = DEFAULT_VARIANT
+    stop: tuple[str, ...] = ()        # the voice's public text rules (dpkit.models.voice.DecodingRules):
+    banned: tuple[str, ...] = ()      # stop sequences, banned openings, no end before min_new_tokens,
+    min_new_tokens: int = 0           # and, at the cap r, the text finished from the public row alone
+    finish_public: bool = False
 
     def __post_init__(self):
         s = check_positive("expected_batch_size", self.expected_batch_size)
@@ -139,6 +144,11 @@ class DecodeSettings:
         check_int("private_cache_rows", self.private_cache_rows, minimum=1)
         check_int("private_chunk_rows", self.private_chunk_rows, minimum=1)
         check_variant(self.variant)
+        object.__setattr__(self, "stop", tuple(self.stop))
+        object.__setattr__(self, "banned", tuple(self.banned))
+        check_int("min_new_tokens", self.min_new_tokens, minimum=0)
+        if not isinstance(self.finish_public, bool):
+            raise ParameterError("finish_public", self.finish_public, "must be True or False")
         if self.grammar is not None and not isinstance(self.grammar, JsonGrammar):
             raise ParameterError("grammar", self.grammar, "must be a JsonGrammar or None")
 
@@ -212,6 +222,34 @@ def _public_top_k(public_z: torch.Tensor, k: int | None, within: torch.Tensor | 
     return torch.sort(torch.topk(public_z, k, sorted=False).indices).values
 
 
+def _without(public_z: torch.Tensor, blocked) -> torch.Tensor:
+    """The public logits with the ``blocked`` token ids at minus infinity (for picking candidates)."""
+    if not blocked:
+        return public_z
+    out = public_z.clone()
+    out[torch.as_tensor(sorted(blocked), device=public_z.device)] = -float("inf")
+    return out
+
+
+_STOP_TOKENS: dict = {}
+
+
+def _text_rules(lm, settings: DecodeSettings, vocab: int):
+    """The voice's :class:`~dpkit.models.voice.DecodingRules` on ``lm``'s tokenizer (None when unset)."""
+    if not (settings.stop or settings.banned or settings.min_new_tokens):
+        return None
+    tok = lm.tokenizer
+    rules = DecodingRules(lambda t: tok(t, add_special_tokens=False)["input_ids"],
+                          lambda ids: tok.decode(list(ids), skip_special_tokens=True), vocab, lm.eos_token_ids,
+                          stop=settings.stop, banned=settings.banned, min_new_tokens=settings.min_new_tokens)
+    if settings.stop and settings.min_new_tokens:   # the vocabulary scan once per model and stop list
+        key = (id(lm), settings.stop)
+        if key not in _STOP_TOKENS:
+            _STOP_TOKENS[key] = rules.stop_tokens()
+        rules._stop_tokens = _STOP_TOKENS[key]
+    return rules
+
+
 def decode_batch(lm, private_texts: Sequence[str], public_text: str, settings: DecodeSettings,
                  rng: np.random.Generator, *, use_cache: bool = True, grouped_steps: bool = True,
                  on_example: Callable[[Example], None] | None = None,
@@ -282,6 +320,7 @@ def _decode(lm, public, private, settings: DecodeSettings, rng: np.random.Genera
     session = gate.session(rng) if gate is not None else None
     vocab = int(public.prompt_logits.shape[-1])
     invisible_ink = settings.variant == "invisibleink"
+    rules = _text_rules(lm, settings, vocab) if grammar is None else None
 
     result = BatchResult()
     tokens: list[int] = []
@@ -295,7 +334,8 @@ def _decode(lm, public, private, settings: DecodeSettings, rng: np.random.Genera
 
     def finish(complete: bool):
         nonlocal where
-        ex = Example(lm.tokenizer.decode(tokens, skip_special_tokens=True).strip(), list(tokens),
+        text = lm.tokenizer.decode(tokens, skip_special_tokens=True)
+        ex = Example((rules.cut(text) if rules is not None else text).strip(), list(tokens),
                      list(private_flags), complete)
         result.examples.append(ex)
         if on_example is not None:
@@ -311,10 +351,15 @@ def _decode(lm, public, private, settings: DecodeSettings, rng: np.random.Genera
         forced, within = where.step() if where is not None else (None, None)
         is_private = forced is None and not public_only
         if forced is None:
+            # the voice's rules remove candidates by the released tokens alone (same for every row)
+            blocked = rules.blocked(tokens) if rules is not None else None
+            pick_z = _without(public_z, blocked)
             if invisible_ink and not public_only:  # Top-k+: the public top-k widened by 2c (public data only)
-                allowed = topk_plus_candidates(public_z, settings.top_k, c, within)
+                allowed = topk_plus_candidates(pick_z, settings.top_k, c, within)
             else:
-                allowed = _public_top_k(public_z, settings.top_k, within)
+                allowed = _public_top_k(pick_z, settings.top_k, within)
+            if allowed is None and blocked:
+                allowed = torch.tensor(sorted(set(range(vocab)) - blocked), device=public_z.device)
             if not public_only:  # the private rows are read: their sums at this step, one row at a time
                 stats = private.statistics(c, allowed, vocab, softmax=session is not None, device=public_z.device,
                                            reference=public_z if invisible_ink else None)
@@ -345,6 +390,7 @@ def _decode(lm, public, private, settings: DecodeSettings, rng: np.random.Genera
                 where.advance(token)
             tokens.append(token)
             private_flags.append(is_private)
+            ended = rules is not None and rules.ended(tokens)   # a stop sequence: the text is complete
         if ended or len(tokens) >= settings.max_new_tokens:
             finish(complete=ended)
             if result.private_tokens >= settings.max_private_tokens:
@@ -361,7 +407,7 @@ def _decode(lm, public, private, settings: DecodeSettings, rng: np.random.Genera
             private.restart()
             continue
         if result.private_tokens >= settings.max_private_tokens and not public_only:
-            if grammar is None:
+            if grammar is None and not settings.finish_public:
                 finish(complete=False)
                 result.stopped_by = "private-token cap r"
                 break

@@ -139,9 +139,15 @@ class PrivatePredictionConfig:
     private_cache_rows: int = 64   # public memory bounds (dpkit.privpred.private_rows): rows with a cache,
     private_chunk_rows: int = 8    # and rows recomputed at once; neither changes the output
     variant: str = DEFAULT_VARIANT  # "amin" (the seed paper) or "invisibleink" (DClip + Top-k+, clip = C)
+    stop: tuple[str, ...] = ()      # the voice's public text rules (dpkit.models.voice), the same for every row:
+    banned: tuple[str, ...] = ()    # stop sequences, banned openings, no end before min_new_tokens, and at the
+    min_new_tokens: int = 0         # cap r the text finished from the public row alone (post-processing)
+    finish_public: bool = False
 
     def __post_init__(self):
         check_variant(self.variant)
+        object.__setattr__(self, "stop", tuple(self.stop))
+        object.__setattr__(self, "banned", tuple(self.banned))
         check_positive("epsilon", self.epsilon)
         check_probability("delta", self.delta)
         check_int("max_record_tokens", self.max_record_tokens, minimum=1)
@@ -177,7 +183,8 @@ class PrivatePredictionConfig:
             svt_threshold=self.svt_threshold, svt_sigma=self.svt_sigma, top_k=self.top_k,
             max_new_tokens=self.max_new_tokens, max_examples=self.max_examples_per_batch,
             max_steps=self.max_steps_per_batch, grammar=self.grammar, private_cache_rows=self.private_cache_rows,
-            private_chunk_rows=self.private_chunk_rows, variant=self.variant)
+            private_chunk_rows=self.private_chunk_rows, variant=self.variant, stop=self.stop, banned=self.banned,
+            min_new_tokens=self.min_new_tokens, finish_public=self.finish_public)
 
     def contract(self):
         """Theorem 1's contract at the cap ``r`` (not at the tokens a run happens to use)."""

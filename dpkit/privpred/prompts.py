@@ -31,6 +31,7 @@ class PromptTemplate:
     answer_prefix: str
     output_prefix: str = ""
     public_user: str | None = None
+    system: str | None = None   # public system message of every row (None: the model's own default)
 
     def _label(self, label: str | None) -> str:
         if "{label}" in self.user and not label:
@@ -50,8 +51,11 @@ class PromptTemplate:
         return template.format(label=label, example=self.public_example.format(label=label))
 
     def render(self, lm, message: str) -> str:
-        """Chat-render a user message for ``lm`` and open the assistant's answer."""
-        return lm.chat(message) + self.answer_prefix
+        """Chat-render a user message for ``lm`` (after the template's system message, if any) and
+        open the assistant's answer. The same public frame around every row, private or public."""
+        if self.system is None:
+            return lm.chat(message) + self.answer_prefix
+        return lm.chat(message, system=self.system) + self.answer_prefix
 
     def finish(self, generated: str) -> str:
         """Put ``output_prefix`` back in front of a generated text."""
@@ -119,6 +123,35 @@ def json_template(schema_text: str, first_field: str | None = None,
         start = '{\n  "' + first_field + '": "'
     return PromptTemplate(JSON_RECORD.name, JSON_RECORD.user, schema_text.replace("{", "{{").replace("}", "}}"),
                           "```json\n" + start, start, public_user)
+
+
+def document_template(document_type: str, labelled: bool = True) -> PromptTemplate:
+    """The prompt in the data's voice for a user's own texts of ``document_type`` (public text).
+
+    A system message makes the model a writer of such documents (and replaces the chat
+    template's default assistant persona); the example is quoted and the answer opens with a
+    quotation mark, so the model continues a quoted document (:mod:`dpkit.models.voice`; a
+    release adds the closing mark and a new line as stop sequences). The label is named,
+    as in the seed paper's prompts (the label set is public). Every private row gets the
+    same frame around its own record; the public row asks for a document of the type and
+    label without an example (document type and label name only: no private data).
+    """
+    from dpkit.models.voice import voice_system
+
+    if not isinstance(document_type, str) or not document_type.strip() or "{" in document_type \
+            or "}" in document_type:
+        raise ParameterError("document_type", document_type, "must be a non-empty description without braces")
+    doc = " ".join(document_type.split())
+    if labelled:
+        return PromptTemplate(
+            name="document-labelled",
+            user=f"Here is a {doc} with Label: {{label}}.\n\n\"{{example}}\"\n\n"
+                 f"Write another {doc} with Label: {{label}}.",
+            public_example="", answer_prefix='"', public_user=f"Write a {doc} with Label: {{label}}.",
+            system=voice_system(doc))
+    return PromptTemplate(
+        name="document", user=f"Here is a {doc}.\n\n\"{{example}}\"\n\nWrite another {doc}.",
+        public_example="", answer_prefix='"', public_user=f"Write a {doc}.", system=voice_system(doc))
 
 
 def get_template(name: str) -> PromptTemplate:

@@ -1,0 +1,229 @@
+"""The data's voice (dpkit.models.voice): prefill, stop sequences, banned openings, the minimum length,
+their plumbing through a backend, and private prediction's invariants under the same rules."""
+
+import numpy as np
+import pytest
+import torch
+
+from dpkit.backends.base import Backend, GenerationParams
+from dpkit.models.voice import (BANNED_OPENINGS, DEFAULT_PREFILL, DecodingRules, OpeningBan, Voice, banned_next,
+                                cut_at_stop, document_voice, opening_sequences, split_prefill, with_voice)
+from dpkit.privacy.marks import Public, is_sealed
+from dpkit.validate import ParameterError
+
+
+# ------------------------------------------------------------------ a toy tokenizer: one id per character
+def _tok(text):
+    return [ord(ch) for ch in text]
+
+
+def _detok(ids):
+    return "".join(chr(i) for i in ids)
+
+
+def test_document_voice_defaults_and_bad_input():
+    v = document_voice("health  news tweet")
+    assert v.document_type == "health news tweet" and v.system == "You write health news tweets."
+    assert v.prefill == DEFAULT_PREFILL == '"' and v.stop == ("\n", '"') and v.banned == BANNED_OPENINGS
+    assert "health news tweet" in str(v.to_dict())
+    for bad in ("", "  ", None):
+        with pytest.raises(ParameterError) as err:
+            document_voice(bad)
+        assert err.value.name == "document_type"
+    with pytest.raises(ParameterError):
+        Voice("tweet", stop="\n")            # a string is not a list of stop sequences
+    with pytest.raises(ParameterError):
+        Voice("tweet", banned=("Sure", ""))
+    with pytest.raises(ParameterError):
+        Voice("tweet", min_new_tokens=-1)
+
+
+def test_prefill_is_an_opened_assistant_turn_and_the_system_message_comes_first():
+    v = document_voice("movie review")
+    chat = with_voice([{"role": "user", "content": "Write one."}], v)
+    assert [m["role"] for m in chat] == ["system", "user", "assistant"]
+    assert chat[-1]["content"] == '"' and all(is_sealed(m["content"]) for m in (chat[0], chat[-1]))
+    assert all(isinstance(m["content"], Public) for m in (chat[0], chat[-1]))
+    # a chat's own system message and its own prefill are kept
+    own = with_voice([{"role": "system", "content": "S"}, {"role": "user", "content": "U"},
+                      {"role": "assistant", "content": "Start"}], v)
+    assert [m["content"] for m in own] == ["S", "U", "Start"]
+    assert with_voice([{"role": "user", "content": "U"}], None) == [{"role": "user", "content": "U"}]
+    rest, prefill = split_prefill(chat)
+    assert prefill == '"' and [m["role"] for m in rest] == ["system", "user"]
+    assert split_prefill([{"role": "user", "content": "U"}])[1] is None
+
+
+def test_stop_sequences_cut_after_leading_whitespace():
+    assert cut_at_stop('  A tweet." and more', ("\n", '"')) == ("A tweet.", True)
+    assert cut_at_stop("line one\nline two", ("\n",)) == ("line one", True)
+    assert cut_at_stop("no stop here", ("\n",)) == ("no stop here", False)
+    assert cut_at_stop("text", ()) == ("text", False)
+
+
+def test_banned_openings_ban_only_the_completing_token_at_the_start():
+    seqs = opening_sequences(_tok, ["Sure", "I'm sorry"])
+    assert tuple(_tok("Sure")) in seqs and tuple(_tok(" Sure")) in seqs
+    # at the start, the first token of a one-token phrase is banned; here the toy tokenizer
+    # makes every phrase several tokens long, so only the token completing it is banned
+    assert banned_next(_tok("Sur"), seqs) == {ord("e")}
+    assert banned_next(_tok("I'm sorr"), seqs) == {ord("y")}
+    assert banned_next(_tok("I'm"), seqs) == set()          # "I'm happy" is a fine opening
+    assert banned_next(_tok("The Sur"), seqs) == set()      # only at the start of a text
+    ban = OpeningBan.build(_tok, ["Sure"])
+    assert ban.reach == 5 and ban(_tok("Sur")) == {ord("e")} and ban(_tok("Sure, it")) == set()
+    assert OpeningBan.build(_tok, []).reach == 0
+
+
+def test_decoding_rules_are_functions_of_the_text_tokens_only():
+    rules = DecodingRules(_tok, _detok, 200, [0], stop=("\n",), banned=("Hi!",), min_new_tokens=3)
+    assert rules.active
+    # before the minimum length: no end token and no token that holds a stop sequence
+    assert {0, ord("\n")} <= rules.blocked(_tok("ab")) and 0 not in rules.blocked(_tok("abc"))
+    assert ord("!") in rules.blocked(_tok("Hi"))
+    assert rules.ended(_tok("one\n")) and not rules.ended(_tok("one"))
+    assert rules.cut("one\ntwo") == "one"
+    # the same tokens give the same answer, however often and in whatever order it is asked
+    assert rules.blocked(_tok("Hi")) == rules.blocked(_tok("Hi"))
+    assert not DecodingRules(_tok, _detok, 200, [0]).active
+
+
+# ------------------------------------------------------------------ through a backend
+class _Echo(Backend):
+    """A local fake: answers each chat with a fixed text; records what it was given."""
+
+    name = "echo"
+    remote = False
+
+    def __init__(self, answer):
+        super().__init__("echo-model")
+        self.answer, self.seen, self.params = answer, [], []
+
+    def _generate(self, chats, params):
+        self.seen += chats
+        self.params.append(params)
+        return [self.answer for _ in chats]
+
+
+def test_a_backend_applies_the_voice_and_cuts_at_stop():
+    backend = _Echo('A tweet about sleep."\nSure, here is another.')
+    voice = document_voice("health news tweet")
+    out = backend.generate_batch(["Write one."], voice=voice)
+    assert out == ["A tweet about sleep."]
+    chat = backend.seen[0]
+    assert chat[0] == {"role": "system", "content": "You write health news tweets."}
+    assert chat[-1] == {"role": "assistant", "content": '"'}
+    p = backend.params[0]
+    assert p.stop == voice.stop and p.banned == voice.banned
+    assert p.voice_kwargs() == {"stop": voice.stop, "banned": voice.banned}
+    with pytest.raises(ParameterError):
+        backend.generate_batch(["x"], voice="tweet")
+
+
+def test_requests_without_a_voice_keep_their_cache_keys():
+    from dataclasses import asdict
+
+    plain = GenerationParams.checked(16, 0.0, None, 3)
+    assert plain.key_params() == {k: v for k, v in asdict(plain).items()
+                                  if k in ("max_new_tokens", "temperature", "top_p", "seed")}
+    voiced = GenerationParams.checked(16, 0.0, None, 3, document_voice("tweet"))
+    assert voiced.key_params()["stop"] == ["\n", '"'] and "min_new_tokens" not in voiced.key_params()
+
+
+# ------------------------------------------------------------------ private prediction under the voice
+def test_the_document_template_frames_every_row_alike_and_the_public_row_has_no_record():
+    from dpkit.privpred.prompts import document_template
+
+    t = document_template("health news tweet")
+    a, b = t.private_message("Sleep well.", "goodhealth"), t.private_message("Eat greens!", "goodhealth")
+    head, tail = a.split("Sleep well.")
+    assert b == head + "Eat greens!" + tail            # the same public frame around each row's own record
+    public = t.public_message("goodhealth")
+    assert "Sleep well." not in public and "goodhealth" in public and "health news tweet" in public
+    assert t.system == "You write health news tweets." and t.answer_prefix == '"'
+    with pytest.raises(ParameterError):
+        document_template("")
+
+
+@pytest.fixture(scope="module")
+def lm():
+    from dpkit.models import load_lm
+
+    return load_lm()
+
+
+def _rows(lm, texts):
+    from dpkit.privpred.prompts import document_template
+
+    t = document_template("one-sentence movie review")
+    return ([t.render(lm, t.private_message(x, "positive")) for x in texts],
+            t.render(lm, t.public_message("positive")))
+
+
+@pytest.mark.slow
+def test_private_decoding_under_the_voice_keeps_the_public_row_independent_and_obeys_the_rules(lm):
+    from dpkit.privpred import DecodeSettings, decode_batch
+
+    reviews = ["A warm, funny film.", "Great acting.", "I loved it.", "Charming and smart."]
+    private, public = _rows(lm, reviews)
+    st = DecodeSettings(expected_batch_size=2, clip=2, temperature=2.0, max_private_tokens=2, max_new_tokens=12,
+                        top_k=10, stop=("\n", '"'), banned=BANNED_OPENINGS, min_new_tokens=4, finish_public=True)
+    traces, results = [], []
+    for batch in ([], private[:1], private):
+        seen = []
+        results.append(decode_batch(lm, batch, public, st, np.random.default_rng(0),
+                                    on_step=lambda i, z: seen.append(z.clone())))
+        traces.append(seen)
+    # the public row's logits at each step depend on the released tokens only, not on the private rows:
+    # where two batches released the same tokens, the public logits are bit-identical
+    for res, trace in zip(results[1:], traces[1:]):
+        same = 0
+        for a, b in zip(results[0].examples[0].token_ids, res.examples[0].token_ids):
+            if a != b:
+                break
+            same += 1
+        assert all(torch.equal(x, y) for x, y in zip(traces[0][:same + 1], trace[:same + 1]))
+    for res in results:
+        ex = res.examples[0]
+        # the cap r = 2 was reached, and the text went on from the public row (post-processing)
+        assert res.private_tokens == 2 and sum(ex.private) == 2
+        assert len(ex.token_ids) >= 4 or ex.complete     # no end before the public minimum length
+        assert not any(ex.text.startswith(p) for p in BANNED_OPENINGS)
+        assert "\n" not in ex.text and '"' not in ex.text
+
+
+@pytest.mark.slow
+def test_without_finish_public_the_cap_ends_the_text(lm):
+    from dpkit.privpred import DecodeSettings, decode_batch
+
+    private, public = _rows(lm, ["A warm, funny film.", "Great acting."])
+    st = DecodeSettings(expected_batch_size=2, clip=2, temperature=2.0, max_private_tokens=2, max_new_tokens=12,
+                        top_k=10)
+    res = decode_batch(lm, private, public, st, np.random.default_rng(0))
+    assert len(res.examples[0].token_ids) <= 2 and res.stopped_by == "private-token cap r"
+
+
+# ------------------------------------------------------------------ the real model writes the document
+@pytest.mark.slow
+def test_the_bundled_model_on_llamacpp_writes_under_the_voice():
+    pytest.importorskip("llama_cpp")
+    from dpkit.backends.local import LocalBackend
+
+    backend = LocalBackend(runtime="llamacpp")
+    voice = document_voice("one-sentence movie review")
+    gen = backend.generator
+    rendered = gen.chat(with_voice([{"role": "user", "content": "Write one movie review."}], voice))
+    assert rendered.endswith('<|im_start|>assistant\n"') and "SmolLM" not in rendered
+    texts = backend.generate_batch(["Write one one-sentence movie review about a slow thriller.",
+                                    "Write one one-sentence movie review of a comedy."],
+                                   max_new_tokens=32, temperature=0.0, voice=voice)
+    for text in texts:
+        assert text and "\n" not in text and '"' not in text
+        assert not any(text.startswith(p) for p in BANNED_OPENINGS)
+    # the banned openings reach the logits: a greedy answer that would open with one no longer does
+    ids = gen._encode([gen.chat([{"role": "user", "content": "Say: Sure, here is a review."}])])
+    free = gen.detokenize(gen.generate_ids(ids, max_new_tokens=4)[0])
+    banned = gen.detokenize(gen.generate_ids(ids, max_new_tokens=4,
+                                             ban=OpeningBan.build(gen.tokenize, BANNED_OPENINGS))[0])
+    if free.lstrip().startswith("Sure"):
+        assert not banned.lstrip().startswith("Sure")
