@@ -41,7 +41,20 @@ class FakeCells:
         return {"metrics": {"balanced_accuracy": {"estimate": score, "low": score - 0.1, "high": score + 0.1},
                             "n_train": 4},
                 "release": {"epsilon": epsilon, "delta": 0.0, "n_texts": 4}, "wall_s": 0.25,
-                "runtime": {"generation": "fake", "torch": None}, "model": self.model_name}
+                "runtime": {"generation": "fake", "torch": None}, "model": self.model_name,
+                "text_measures": {"assistant_talk": 0.25, "short_texts": 0.0},
+                **({} if method == "real" else {"texts": {"texts": ["Sure, here is a tweet:", "flu", "a", "b"],
+                                                          "labels": ["x", "y", "x", "y"]}})}
+
+
+class OldCells(FakeCells):
+    """A fake runner of the code before cells kept their texts: scores only."""
+
+    def __call__(self, dataset, method, epsilon, seed):
+        out = super().__call__(dataset, method, epsilon, seed)
+        out.pop("texts", None)
+        out.pop("text_measures")
+        return out
 
 
 def test_every_cell_is_one_json_with_its_provenance(tmp_path):
@@ -150,30 +163,74 @@ def test_without_out_the_cells_go_to_a_folder_named_after_the_preset(tmp_path, m
 
 def test_the_medium_preset_keeps_the_realistic_data_sizes():
     medium = results.PRESETS["medium"]
-    assert len(medium.datasets) == 2 and medium.seeds == (0, 1, 2) and set(medium.epsilons) == {1.0, 4.0, math.inf}
+    assert len(medium.datasets) == 2 and len(medium.seeds) >= 5 and set(medium.epsilons) == {1.0, 4.0, math.inf}
     assert round(medium.max_per_class * (1 - medium.test_fraction)) == 1000  # private training records per label
     assert round(medium.max_per_class * medium.test_fraction) == 200  # test texts per label
 
 
 def test_the_full_preset_has_the_issues_sizes():
     full = results.PRESETS["full"]
-    assert len(full.datasets) == 2 and len(full.seeds) == 3 and {1.0, 4.0, math.inf} <= set(full.epsilons)
+    assert len(full.datasets) == 2 and len(full.seeds) >= 5 and {1.0, 4.0, math.inf} <= set(full.epsilons)
     assert full.sizes.per_class >= 50 and full.sizes.max_new_tokens >= 48
     test_per_label = full.max_per_class * full.test_fraction
     assert round(test_per_label) >= 200 and full.max_per_class - round(test_per_label) >= 1000
-    assert full.estimate.startswith("measured")
+    assert full.estimate.startswith("ESTIMATE") and "--datasets" in full.estimate
 
 
-def test_the_stored_full_run_is_every_cell_of_the_full_preset_within_two_hours():
+def test_every_preset_but_the_smoke_run_and_the_model_probe_takes_five_seeds():
+    for name, preset in results.PRESETS.items():
+        if name not in ("smoke", "model-probe"):
+            assert len(preset.seeds) >= 5, name
+
+
+def test_the_stored_full_run_holds_whole_seeds_and_one_data_set_at_five_seeds_fits_two_hours():
     from pathlib import Path
 
     from dpkit.experiments import stored
 
     cells = stored.load_cells(Path(__file__).resolve().parents[1] / "results" / "compare" / "full")
     full = results.PRESETS["full"]
-    assert {stored.cell_key(body) for body in cells} == set(full.cells())
+    keys = {stored.cell_key(body) for body in cells}
+    seeds = {seed for *_, seed in keys}
+    assert keys == {c for c in full.cells() if c[3] in seeds} and len(seeds) >= 3  # whole seeds of the preset
     assert sum(body["wall_s"]["cell"] for body in cells) < 2 * 3600
+    # the stored run's time per data set and seed, scaled to the preset's 5 seeds: each data set fits 2 hours
+    for dataset in full.datasets:
+        per_seed = sum(b["wall_s"]["cell"] for b in cells if b["cell"]["dataset"] == dataset) / len(seeds)
+        assert per_seed * len(full.seeds) < 2 * 3600, dataset
     assert {body["provenance"]["model"] for body in cells} == {"SmolLM2-135M-Instruct"}
+
+
+def test_a_subset_of_data_sets_runs_only_their_cells_and_a_bad_name_exits_2(tmp_path, monkeypatch, capsys):
+    fake = FakeCells()
+    two = Preset("two", ("toy", "other"), (1.0,), (0,), Sizes(per_class=2), max_per_class=4, test_fraction=0.5,
+                 methods=("kps",))
+    monkeypatch.setitem(results.PRESETS, "two", two)
+    import dpkit.experiments.cells as cells
+
+    monkeypatch.setattr(cells, "LocalCells", lambda preset, model=None: fake)
+    assert main(["experiment", "compare", "--preset", "two", "--datasets", "toy,bogus", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--datasets" in err[0] and "bogus" in err[0] and fake.calls == []
+    assert main(["experiment", "compare", "--preset", "two", "--datasets", "other", "--out", str(tmp_path)]) == 0
+    assert {d for d, *_ in fake.calls} == {"other"} and len(fake.calls) == 2
+    assert main(["experiment", "compare", "--preset", "two", "--out", str(tmp_path)]) == 0
+    assert {d for d, *_ in fake.calls[2:]} == {"toy"}  # the second run added only the other data set
+
+
+def test_a_cell_stores_its_note_texts_and_text_measures_and_the_command_remakes_one_without_texts(tmp_path):
+    Sweep(TINY, tmp_path, OldCells(), progress=lambda line: None).run()  # older code: no texts stored
+    body = json.loads(cell_path(tmp_path, "toy", "kps", 1.0, 0).read_text())
+    assert "texts" not in body and "not a differentially private release" in body["note"]
+    again = FakeCells()
+    Sweep(TINY, tmp_path, again, progress=lambda line: None).run()
+    assert again.calls == []  # a sweep that does not ask for texts keeps the stored cells
+    Sweep(TINY, tmp_path, again, progress=lambda line: None, require_texts=True).run()
+    assert {m for _, m, _, _ in again.calls} == {"kps", "pp"}  # the real cells hold no texts by design
+    body = json.loads(cell_path(tmp_path, "toy", "kps", 1.0, 0).read_text())
+    assert body["texts"]["texts"][0] == "Sure, here is a tweet:" and body["text_measures"]["assistant_talk"] == 0.25
+    assert "seeded teaching run" in body["note"] and verifies(cell_path(tmp_path, "toy", "kps", 1.0, 0), TINY, "toy",
+                                                               "kps", 1.0, 0)
 
 
 def test_a_subset_of_methods_runs_only_their_cells_and_a_bad_name_exits_2(tmp_path, monkeypatch, capsys):

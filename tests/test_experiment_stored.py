@@ -128,3 +128,48 @@ def test_the_stored_smoke_reference_cell_reproduces_through_the_local_runner(tmp
     again = stored.rerun_slice(results.PRESETS["smoke"], [cell], out=tmp_path / "slice")
     assert stored.disagreements(cells[cell], again[cell]) == []
     assert again[cell]["metrics"]["balanced_accuracy"] == cells[cell]["metrics"]["balanced_accuracy"]
+
+
+def test_cells_stored_without_texts_load_and_are_marked(folder):
+    frame = stored.rows(stored.load_cells(folder))
+    assert not frame["has_texts"].any() and frame["assistant_talk"].isna().all()
+    assert stored.first_texts(stored.load_cells(folder)).empty
+
+
+def with_texts(dataset, method, epsilon, seed):
+    out = fake_cell(dataset, method, epsilon, seed)
+    out["text_measures"] = {"assistant_talk": 0.1 * seed, "knn_precision": 0.5}
+    if method != "real":
+        out["texts"] = {"texts": [f"{method} text {i}" for i in range(6)], "labels": ["a", "b"] * 3}
+    return out
+
+
+def test_first_texts_are_the_first_of_each_label_of_each_cell(tmp_path, monkeypatch):
+    monkeypatch.setitem(results.PRESETS, "tiny", TINY)
+    Sweep(TINY, tmp_path, with_texts, progress=lambda line: None).run()
+    cells = stored.load_cells(tmp_path)
+    frame = stored.rows(cells)
+    assert frame[frame.method != "real"]["has_texts"].all() and not frame[frame.method == "real"]["has_texts"].any()
+    assert frame[frame.seed == 2]["assistant_talk"].tolist() == pytest.approx([0.2] * 5)
+    first = stored.first_texts(cells, n=2)
+    one = first[(first.method == "kps") & (first.epsilon == 1.0) & (first.seed == 0)]
+    assert one["index"].tolist() == [0, 1, 2, 3] and one["label"].tolist() == ["a", "b", "a", "b"]
+    assert len(first) == 4 * 2 * 2 * 3  # 4 texts from each of 2 methods x 2 epsilons x 3 seeds
+
+
+def test_paired_difference_is_the_t_interval_of_same_seed_differences(folder):
+    frame = stored.rows(stored.load_cells(folder))
+    # fake_cell: kps is 0.60 + 0.01 seed at epsilon 1 and 0.70 + 0.01 seed at infinity: every pair differs by 0.1
+    rise = stored.paired_difference(frame, "toy", "kps", 1.0, math.inf)
+    assert rise["seeds"] == [0, 1, 2] and rise["differences"] == pytest.approx([0.1] * 3)
+    assert rise["mean"] == pytest.approx(0.1) and rise["low"] == pytest.approx(0.1) and rise["rises"]
+    fall = stored.paired_difference(frame, "toy", "kps", math.inf, 1.0)
+    assert fall["falls"] and not fall["rises"]
+    spread = frame.copy()
+    spread.loc[(spread.method == "kps") & (spread.epsilon == math.inf) & (spread.seed == 1), "balanced_accuracy"] = 0.3
+    noisy = stored.paired_difference(spread, "toy", "kps", 1.0, math.inf)
+    # differences 0.1, -0.31, 0.1: mean -0.0367, sd 0.2367, t(0.975, 2) = 4.3027 -> half-width 0.588
+    assert noisy["mean"] == pytest.approx(-0.11 / 3) and noisy["high"] - noisy["mean"] == pytest.approx(0.588, abs=1e-3)
+    assert not noisy["rises"] and not noisy["falls"]
+    one = stored.paired_difference(frame[frame.seed == 0], "toy", "kps", 1.0, math.inf)
+    assert one["seeds"] == [0] and not one["rises"]
