@@ -179,9 +179,14 @@ def _key(params: dict) -> str:
 
 def load_public_corpus(k: int = 50, n_articles: int | None = 300, max_chars: int = 1200, seed: int = 0,
                        threshold: float = 0.4, num_perm: int = 128, scorer: str = "unigram", cache: bool = True,
-                       index_factory: IndexFactory = BruteForceIndex, folder: str | Path | None = None
-                       ) -> TripleCorpus:
+                       index_factory: IndexFactory = BruteForceIndex, folder: str | Path | None = None,
+                       texts: Sequence[str] | None = None) -> TripleCorpus:
     """The public triple corpus from the packaged news articles, clustered into ``k`` neighbourhoods.
+
+    ``texts``: the user's OWN public corpus instead of the news articles (e.g. public
+    documents of the data's domain); the caller states that they are public: they are
+    never charged, and none of them may be a private record. Each is cut at ``max_chars``;
+    ``n_articles`` is then ignored. The cache key holds a digest of the texts.
 
     ``n_articles`` articles (``None``: all, about 3.7k), each cut at ``max_chars``
     characters. Near-duplicate ties are broken by ``scorer``: ``"unigram"``
@@ -196,17 +201,30 @@ def load_public_corpus(k: int = 50, n_articles: int | None = 300, max_chars: int
         n_articles = check_int("n_articles", n_articles, minimum=1)
     max_chars = check_int("max_chars", max_chars, minimum=20)
     root = Path(folder) if folder is not None else runtime.cache_dir() / "dpst"
-    bank_params = dict(source="news_articles", n_articles=n_articles, max_chars=max_chars, threshold=threshold,
-                       num_perm=num_perm, scorer=scorer, extraction=EXTRACTION_VERSION)
+    own = None
+    if texts is not None:
+        if isinstance(texts, str) or not isinstance(texts, Sequence) or not texts \
+                or not all(isinstance(t, str) for t in texts):
+            raise ParameterError("texts", type(texts).__name__, "must be a non-empty list of public texts")
+        own = [t[:max_chars] for t in texts if t.strip()]
+        if not own:
+            raise ParameterError("texts", "<only empty texts>", "must hold at least one non-empty public text")
+        digest = hashlib.sha256(json.dumps(own).encode()).hexdigest()[:16]
+        bank_params = dict(source="own", texts=digest, n_texts=len(own), max_chars=max_chars, threshold=threshold,
+                           num_perm=num_perm, scorer=scorer, extraction=EXTRACTION_VERSION)
+    else:
+        bank_params = dict(source="news_articles", n_articles=n_articles, max_chars=max_chars, threshold=threshold,
+                           num_perm=num_perm, scorer=scorer, extraction=EXTRACTION_VERSION)
     bank_path = root / f"bank-{_key(bank_params)}.npz"
     if cache and bank_path.exists():
         bank = TripleBank.load(bank_path)
     else:
-        from dpkit.data import load_news_articles
+        if own is None:
+            from dpkit.data import load_news_articles
 
-        news = load_news_articles(max_documents=n_articles, max_chars=max_chars)
-        texts = list(news.train_texts) + list(news.test_texts)
-        bank = build_triple_bank(texts, threshold=threshold, num_perm=num_perm, scorer=scorer, meta=bank_params)
+            news = load_news_articles(max_documents=n_articles, max_chars=max_chars)
+            own = list(news.train_texts) + list(news.test_texts)
+        bank = build_triple_bank(own, threshold=threshold, num_perm=num_perm, scorer=scorer, meta=bank_params)
         if cache:
             bank.save(bank_path)
     if k > len(bank):

@@ -12,6 +12,11 @@ costs no privacy.
 
 The token budget ``max_new_tokens`` is a fixed parameter: the output's length
 never depends on the input document's length.
+
+``document_type`` (public text, e.g. "health news tweet") names what the text
+should be in the instruction; the model's turn is opened with ``Output text:``
+(as in the worked examples), ended at the first new line, and may not open as
+an assistant (:func:`reconstruction_voice`, :mod:`dpkit.models.voice`).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from typing import Sequence
 
 from dpkit.backends import get_backend
 from dpkit.dpst.privatize import PrivateDocument
+from dpkit.models.voice import BANNED_OPENINGS, Voice
 from dpkit.privacy.marks import Privatized, Public, compose_prompt, post_process, require_marked
 from dpkit.validate import ParameterError, check_int
 
@@ -28,6 +34,17 @@ INSTRUCTION = Public(
     "filling small gaps where it reads naturally, and skip triples that do not fit the rest. "
     "The text must be grammatical, natural and logical, and brief. Reply with the text only, "
     "without any explanation.")
+
+
+def instruction(document_type: str | None = None) -> Public:
+    """The system instruction; with a ``document_type`` it asks for a text of that type."""
+    if document_type is None:
+        return INSTRUCTION
+    if not isinstance(document_type, str) or not document_type.strip():
+        raise ParameterError("document_type", document_type, "must be a non-empty description or None")
+    doc = " ".join(document_type.split())
+    return Public(str(INSTRUCTION).replace("Write a short text from the given triples.",
+                                           f"Write one {doc} from the given triples."))
 
 EXAMPLES: tuple[tuple[Public, Public], ...] = (
     (Public("Input triples: ['Maria opened a bakery']"),
@@ -58,14 +75,21 @@ def format_triples(triples: Sequence[Privatized]) -> Privatized:
     return compose_prompt(Public("[{items}]"), items=Public(", ").join_marked(quoted))
 
 
-def reconstruction_messages(doc: PrivateDocument) -> list[dict]:
+def reconstruction_voice(document_type: str | None = None) -> Voice:
+    """The public decoding rules of a reconstruction: the answer opens with ``Output text:``, ends at
+    the first new line, and may not start with an assistant phrase."""
+    return Voice(document_type or "short text", system="", prefill=ANSWER_PREFIX, stop=("\n",),
+                 banned=BANNED_OPENINGS)
+
+
+def reconstruction_messages(doc: PrivateDocument, document_type: str | None = None) -> list[dict]:
     """The chat sent to the backend; every content is Public or Privatized."""
     if not isinstance(doc, PrivateDocument):
         raise ParameterError("doc", doc, "must be a PrivateDocument from DPST.privatize")
     if doc.raw_text is not None:
         raise ParameterError("doc", "<raw text>", "holds raw text (broken variant); it must not reach a model")
     triples = format_triples(doc.triples)
-    messages = [{"role": "system", "content": INSTRUCTION}]
+    messages = [{"role": "system", "content": instruction(document_type)}]
     for user, assistant in EXAMPLES:
         messages += [{"role": "user", "content": user}, {"role": "assistant", "content": assistant}]
     messages.append({"role": "user", "content": compose_prompt(USER_TEMPLATE, triples=triples)})
@@ -80,9 +104,11 @@ def clean_output(text: str) -> str:
 
 
 def reconstruct(docs: Sequence[PrivateDocument], backend=None, *, max_new_tokens: int = 48,
-                temperature: float = 0.0, seed: int = 0) -> list[str]:
+                temperature: float = 0.0, seed: int = 0, document_type: str | None = None,
+                voice: bool = True) -> list[str]:
     """One text per private document. ``backend``: a Backend, a name ("local", "openai",
-    "anthropic") or None (``DPKIT_BACKEND``, default local).
+    "anthropic") or None (``DPKIT_BACKEND``, default local). ``document_type``: see the module
+    docstring; ``voice=False`` sends the chat without :func:`reconstruction_voice` (the former way).
 
     A document of the deliberately broken ``raw_text_fallback`` variant is
     returned as its raw text (that is the leak being demonstrated); everything
@@ -100,8 +126,9 @@ def reconstruct(docs: Sequence[PrivateDocument], backend=None, *, max_new_tokens
     out: list[str | None] = [d.raw_text for d in docs]
     todo = [i for i, d in enumerate(docs) if d.raw_text is None]
     if todo:
-        texts = backend.generate_batch([reconstruction_messages(docs[i]) for i in todo],
-                                       max_new_tokens=max_new_tokens, temperature=temperature, seed=seed)
+        texts = backend.generate_batch([reconstruction_messages(docs[i], document_type) for i in todo],
+                                       max_new_tokens=max_new_tokens, temperature=temperature, seed=seed,
+                                       voice=reconstruction_voice(document_type) if voice else None)
         for i, t in zip(todo, texts):
             out[i] = clean_output(t)
     return [str(t) for t in out]
