@@ -6,7 +6,9 @@ line (or quoted record) and not by the file, and applies the reader's byte rules
 line by line (a NUL byte means a binary file; bytes that are not UTF-8 are an
 error naming the line; a byte-order mark on the first line is dropped). CSV/TSV
 rows come from :mod:`csv` over those lines (quoted fields may span lines); a
-JSON Lines file gives one object per non-blank line.
+JSON Lines file gives one object per non-blank line. A header that names a
+column twice, or a JSON object holding a key twice, is refused naming it:
+which of the two is the private text or label would otherwise be a silent guess.
 
 ``columns`` (a dict used as an ordered set) is filled as the rows are read: the
 header of a CSV/TSV file at once, the union of the keys seen so far for JSON
@@ -59,6 +61,30 @@ def _lines(path: Path, handle, progress: Callable[[int], None] | None) -> Iterat
             yield text
 
 
+def _first_repeated(names) -> str | None:
+    """The first name that occurs twice in ``names`` (None when all differ)."""
+    seen = set()
+    for name in names:
+        if name in seen:
+            return name
+        seen.add(name)
+    return None
+
+
+class _RepeatedKey(ValueError):
+    def __init__(self, key: str):
+        super().__init__(key)
+        self.key = key
+
+
+def _object_once(pairs: list) -> dict:
+    """A JSON object as a dict, refusing a key that occurs twice (:func:`json.loads` keeps the last silently)."""
+    repeated = _first_repeated(key for key, _ in pairs)
+    if repeated is not None:
+        raise _RepeatedKey(repeated)
+    return dict(pairs)
+
+
 def _delimited(path: Path, lines: Iterator[str], delimiter: str, columns: dict) -> Iterator[dict]:
     csv.field_size_limit(2**31 - 1)  # a long record is the methods' business (their max_chars), not the reader's
     reader = csv.reader(lines, delimiter=delimiter, strict=True)
@@ -67,6 +93,11 @@ def _delimited(path: Path, lines: Iterator[str], delimiter: str, columns: dict) 
         if not header or not any(h.strip() for h in header):
             raise ParameterError("--input", str(path), "is empty: it needs a header row and at least one data row")
         header = [h.strip() for h in header]
+        repeated = _first_repeated(h for h in header if h)  # unnamed columns are never read: '' may repeat
+        if repeated is not None:
+            raise ParameterError("--input", str(path), f"has the column name {repeated!r} twice in its header (after "
+                                 "trimming spaces): which column is private text or label would be a guess; "
+                                 "rename or drop one of them")
         columns.update(dict.fromkeys(header))
         for row in reader:
             if not row:
@@ -85,7 +116,11 @@ def _json_lines(path: Path, lines: Iterator[str], columns: dict) -> Iterator[dic
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
+            row = json.loads(line, object_pairs_hook=_object_once)
+        except _RepeatedKey as repeated:
+            raise ParameterError("--input", str(path), f"line {number} has the key {repeated.key!r} twice in one "
+                                 "object: JSON keeps the last value without a word, so which one is private text "
+                                 "or label would be a guess; keep one of them") from None
         except json.JSONDecodeError as error:
             raise ParameterError("--input", str(path), f"line {number} is not JSON: {error.msg}") from None
         if not isinstance(row, dict):

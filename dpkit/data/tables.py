@@ -16,7 +16,8 @@ The rules, all public:
   a binary file;
 * **CSV/TSV**: the first row is the header; quoted fields may span lines; a row
   with another number of fields than the header is an error naming its line;
-* **columns**: an unknown column is an error that lists the file's columns;
+* **columns**: an unknown column is an error that lists the file's columns; a column
+  name twice in the header (or a key twice in a JSON object) is an error naming it;
 * **texts**: a missing, empty or NaN-like text (``""``, ``nan``, ``NaN``, ``null``,
   ``None``, JSON ``null``) is kept as an EMPTY document -- rows are never
   dropped because of their content, so the number of rows stays a function of
