@@ -184,13 +184,19 @@ def test_records_shaped_like_marks_stay_plain_and_forged_marks_are_refused(tmp_p
     (tmp_path / "records.jsonl").write_text("\n".join(lines[:2] + [json.dumps(forged)]) + "\n")
     with pytest.raises(RunCorruptError, match="hash chain"):      # the edit breaks the records' chain
         Run(tmp_path, params={})
-    # a forger who also recomputes the (unkeyed) chain and the manifest's head still meets the mark's seal
+    # a forger who also recomputes the (unkeyed) chain and the manifest's head meets the manifest's seal
+    from dpkit.runs.integrity import manifest_seal
     from dpkit.runs.records import chain_step
 
     forged["chain"] = chain_step(json.loads(lines[1])["chain"], forged["key"], forged["record"])
     (tmp_path / "records.jsonl").write_text("\n".join(lines[:2] + [json.dumps(forged)]) + "\n")
     manifest = json.loads((tmp_path / "manifest.json").read_text())
     manifest["records_chain"] = forged["chain"]
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(RunCorruptError, match="seal"):
+        Run(tmp_path, params={})
+    # and one who reads the run's key and reseals the manifest still meets the mark's own seal
+    manifest["seal"] = manifest_seal((tmp_path / "private" / "mark_key").read_bytes(), manifest)
     (tmp_path / "manifest.json").write_text(json.dumps(manifest))
     with pytest.raises(RunCorruptError, match="no valid seal"):
         Run(tmp_path, params={})

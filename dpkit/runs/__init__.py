@@ -42,7 +42,9 @@ Guarantees:
   release files) has a checksum in the manifest; a changed, missing, truncated
   or extra file raises :class:`RunCorruptError` naming it, in
   :func:`verify_folder` and on every reopening -- never a silent re-spend or a
-  corrupted release.
+  corrupted release. The manifest (parameters, ledger, checksums, chain head)
+  is sealed with an HMAC under the run's key in ``private/``, so an edit that
+  also recomputes the plain digests and the chain is refused too.
 * Marks survive the round trip through run files only with a valid seal made
   with the run's own key (:mod:`~dpkit.runs.codec`).
 

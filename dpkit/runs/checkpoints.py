@@ -5,8 +5,8 @@ sits below ``run.py`` and does not import it.
 
 ``seeds/<name>.json`` holds the output (sealed marks kept), the ledger entries
 the computation added, the run's parameter digest and a digest of the whole
-file. It is written atomically before :func:`privatized_seeds` returns, so
-before any model sees the output; the entries themselves reached the manifest
+file (HMAC-SHA-256 under the run's key, so an edited and re-digested file is
+refused). It is written atomically before :func:`privatized_seeds` returns, so before any model sees the output; the entries themselves reached the manifest
 earlier still, as each was spent (:mod:`dpkit.runs.ledger`). On reopening,
 every seeds file is verified and its entries are re-entered in the ledger
 before anything is written (:func:`replay_all`); the saved value is returned
@@ -20,7 +20,7 @@ import json
 from typing import Any, Callable
 
 from dpkit import io as _io
-from dpkit.runs.codec import decode, digest, dumps, encode, now, sha256
+from dpkit.runs.codec import decode, dumps, encode, keyed_digest, now, sha256
 from dpkit.runs.errors import RunCorruptError, RunMismatchError
 from dpkit.runs.faults import checkpoint
 from dpkit.runs.ledger import replay
@@ -62,7 +62,7 @@ def privatized_seeds(run: Any, name: str, compute: Callable[[], Any]) -> Any:
     entries = list(getattr(run.ledger, "entries", [])[before:]) if run.ledger is not None else []
     body = {"name": name, "created": now(), "params_digest": run.params_digest, "value": value,
             "ledger_entries": encode(entries)}
-    text = dumps({**body, "digest": digest(body)}) + "\n"
+    text = dumps({**body, "digest": keyed_digest(run._key, body)}) + "\n"
     _io.atomic_write_text(path, text)
     checkpoint("seeds-written")
     run._replayed.add(name)
@@ -100,7 +100,7 @@ def read_seeds(run: Any, name: str) -> dict:
     except (ValueError, UnicodeDecodeError):
         raise RunCorruptError(f"seeds/{name}.json", str(path), "is not valid JSON") from None
     body = {k: v for k, v in saved.items() if k != "digest"} if isinstance(saved, dict) else None
-    if body is None or saved.get("digest") != digest(body):
+    if body is None or saved.get("digest") != keyed_digest(run._key, body):
         raise RunCorruptError(f"seeds/{name}.json", str(path),
                               "does not match its own digest: the saved release or its ledger entries were edited")
     if saved.get("params_digest") != run.params_digest:

@@ -7,7 +7,8 @@
 * :func:`decode` is its inverse: a tagged object becomes a mark again only if
   its seal is valid (:class:`~dpkit.runs.errors.RunCorruptError` otherwise).
 * :func:`dumps` is canonical JSON that refuses to hold the value of an API key
-  variable. :func:`digest` and :func:`file_digest` are SHA-256 digests.
+  variable. :func:`digest` and :func:`file_digest` are SHA-256 digests;
+  :func:`keyed_digest` is an HMAC-SHA-256 under the run's key.
 """
 
 from __future__ import annotations
@@ -110,6 +111,11 @@ def sha256(data: bytes) -> str:
 def digest(value: Any) -> str:
     """SHA-256 of the canonical JSON of ``value`` (e.g. a public configuration)."""
     return sha256(_io.dumps(value).encode("utf-8"))
+
+
+def keyed_digest(key: bytes, value: Any) -> str:
+    """HMAC-SHA-256 under a run's key of the canonical JSON of ``value``: a digest an editor cannot recompute."""
+    return hmac.new(key, _io.dumps(value).encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()
 
 
 def file_digest(path: str | os.PathLike) -> str:

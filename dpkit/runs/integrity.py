@@ -6,11 +6,21 @@ What covers what (all SHA-256):
   anchored in the manifest (count and last chain value);
 * ``seeds/*.json``, ``private/*`` (the mark key, the input digest) and every
   file of a tracked folder (the release): a checksum each in the manifest's
-  ``checksums``; a seeds file also carries its own digest, so one written just
-  before a crash (not yet in the manifest) is checked when the run resumes;
+  ``checksums``; a seeds file also carries its own digest (an HMAC under the
+  run's key), so one written just before a crash (not yet in the manifest) is
+  checked when the run resumes;
 * the ledger: the checksum of its canonical JSON (``checksums["ledger"]``);
-* the manifest itself: it must parse and hold the run's fields; its content is
-  bound by the checksums above and compared with the caller's configuration.
+* the manifest itself: it must parse and hold the run's fields, and it is
+  SEALED: ``seal`` is HMAC-SHA-256 of its canonical JSON (every field but the
+  seal) under the run's key ``private/mark_key`` (32 random bytes, mode 0600).
+  The seal binds the parameters (also checked against ``params_digest``), the
+  ledger, every checksum above and the records' chain head, so an edit that
+  recomputes the plain SHA-256 digests and the chain is still refused.
+
+What the seal resists, exactly: anyone who can change files of the folder but
+not read ``private/mark_key``, or who edits without it (a re-digested file, a
+re-chained record, an edited ``params`` field). Anyone who can read the key can
+forge a seal: keep ``private/`` private. A missing key or seal is refused.
 
 A file in the folder (or in a tracked folder) that the manifest does not know
 is refused too, so nothing can be slipped in. Only ``.lock`` and ``.tmp-*``
@@ -24,13 +34,42 @@ import os
 from pathlib import Path
 from typing import Any, Mapping
 
+import hmac
+
 from dpkit.io import TEMP_PREFIX
-from dpkit.runs.codec import digest, sha256
+from dpkit.runs.codec import digest, keyed_digest, sha256
 from dpkit.runs.errors import RunCorruptError
 from dpkit.runs.records import NAME as RECORDS, read_records
 
 MANIFEST = "manifest.json"
+KEY_FILE = "private/mark_key"
+RUN_FORMAT = 4  # 4: the manifest is sealed under the run's key (3: unsealed)
 UNCHECKED = (".lock",)
+
+
+def manifest_seal(key: bytes, manifest: Mapping[str, Any]) -> str:
+    """HMAC-SHA-256 under the run's key of the manifest's canonical JSON, without its ``seal`` field."""
+    return keyed_digest(key, {k: v for k, v in manifest.items() if k != "seal"})
+
+
+def read_key(root: Path, manifest: Mapping[str, Any]) -> bytes:
+    """The run's key (``private/mark_key``); RunCorruptError when it is missing or not listed."""
+    path = root / KEY_FILE
+    if KEY_FILE not in (manifest.get("checksums") or {}) or not path.is_file():
+        raise RunCorruptError(KEY_FILE, "<missing>", "is missing: the run's seals cannot be checked; a new key "
+                              "would not open them. Use a new folder")
+    return path.read_bytes()
+
+
+def verify_seal(manifest: Mapping[str, Any], key: bytes) -> None:
+    """The manifest's seal matches its content under ``key``, and its parameters match ``params_digest``."""
+    seal = manifest.get("seal")
+    if not isinstance(seal, str) or not hmac.compare_digest(seal, manifest_seal(key, manifest)):
+        raise RunCorruptError(MANIFEST, "seal", "does not match the manifest under the run's key "
+                              f"({KEY_FILE}): the manifest (its parameters, ledger, checksums or records' chain "
+                              "head) was edited; the run cannot be resumed safely. Use a new folder")
+    if digest({"params": manifest.get("params"), "seed": manifest.get("seed")}) != manifest.get("params_digest"):
+        raise RunCorruptError(MANIFEST, "params", "do not match params_digest: the stored parameters were edited")
 
 
 def read_manifest(root: Path) -> dict:
@@ -43,10 +82,10 @@ def read_manifest(root: Path) -> dict:
                               f"the run cannot be resumed safely. Use a new folder") from None
     if not isinstance(manifest, dict) or "params" not in manifest:
         raise RunCorruptError(MANIFEST, str(path), "is not a dpkit run manifest")
-    if manifest.get("format") != 3:
+    if manifest.get("format") != RUN_FORMAT:
         raise RunCorruptError(MANIFEST, f"format {manifest.get('format')!r}", "was written by another dpkit run "
-                              "format (this one checks every record: format 3); finish it with the dpkit that "
-                              "started it, or use a new folder")
+                              f"format (this one checks every record and seals the manifest: format {RUN_FORMAT}); "
+                              "finish it with the dpkit that started it, or use a new folder")
     return manifest
 
 
@@ -94,13 +133,15 @@ def verify_folder(path: str | os.PathLike) -> dict:
     """Check a run folder without writing to it; returns its manifest.
 
     Raises :class:`RunCorruptError`, naming the file, when the manifest is
-    unreadable, a record breaks the hash chain, a checksummed file (ledger,
-    seeds, keys, input digests, log, tracked release files) is changed, missing
-    or truncated, or a file the manifest does not know is present.
+    unreadable or its seal or ``params_digest`` does not match (an edited field),
+    a record breaks the hash chain, a checksummed file (ledger, seeds, keys,
+    input digests, log, tracked release files) is changed, missing or truncated,
+    or a file the manifest does not know is present.
     """
     root = Path(path)
     manifest = read_manifest(root)
     verify_checksums(root, manifest)
+    verify_seal(manifest, read_key(root, manifest))
     refuse_extra_files(root, manifest)
     _, _, torn = read_records(root / RECORDS, manifest)
     if torn and manifest.get("status") == "complete":

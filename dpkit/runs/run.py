@@ -21,9 +21,8 @@ from dpkit.runs.progress_bars import progress
 from dpkit.runs.records import RecordLog
 from dpkit.validate import ParameterError, check_int
 
-RUN_FORMAT = 3
-KEY_FILE = "private/mark_key"
-FIXED_FIELDS = ("params", "params_digest", "seed", "format", "created", "checksums", "bindings", "tracked",
+RUN_FORMAT, KEY_FILE = integrity.RUN_FORMAT, integrity.KEY_FILE
+FIXED_FIELDS = ("params", "params_digest", "seed", "format", "created", "checksums", "bindings", "tracked", "seal",
                 "records", "records_chain")
 
 
@@ -119,7 +118,8 @@ class Run:
             self._check_same(self.manifest, input_digest)
             integrity.verify_checksums(self.path, self.manifest)
             integrity.refuse_extra_files(self.path, self.manifest)
-            self._key = self._read_key()
+            self._key = integrity.read_key(self.path, self.manifest)
+            integrity.verify_seal(self.manifest, self._key)
         else:
             self._refuse_orphans()
             self.manifest = {
@@ -191,13 +191,6 @@ class Run:
         self._write_private("mark_key", key)
         return key
 
-    def _read_key(self) -> bytes:
-        path = self.path / KEY_FILE
-        if KEY_FILE not in (self.manifest.get("checksums") or {}) or not path.is_file():
-            raise RunCorruptError(KEY_FILE, "<missing>", "is missing: the run's sealed marks cannot be checked; "
-                                  "a new key would not open them. Use a new folder")
-        return path.read_bytes()
-
     def _refuse_orphans(self) -> None:
         seeds = sorted(p.name for p in self.seeds_dir.glob("*.json")) if self.seeds_dir.is_dir() else []
         has_records = self.records_path.exists() and self.records_path.stat().st_size > 0
@@ -245,6 +238,7 @@ class Run:
         if self.ledger is not None:
             self.manifest["ledger"] = merged(self.manifest.get("ledger"), encode(self.ledger.to_dict()))
         self.manifest.setdefault("checksums", {})["ledger"] = digest(self.manifest.get("ledger"))
+        self.manifest["seal"] = integrity.manifest_seal(self._key, self.manifest)
         _io.atomic_write_text(self.manifest_path, dumps(self.manifest, indent=2) + "\n")
 
     def update(self, *, backend: Any = None, **extra: Any) -> None:
