@@ -109,13 +109,16 @@ PRESETS: dict[str, Preset] = {
                      max_per_class=1200, test_fraction=200 / 1200,
                      estimate="ESTIMATE from the measured 3-seed run (42 minutes on the shared 2-core CPU, load "
                               "average 6-17): about 70 minutes at 5 seeds"),
-    # One data set, one pair of epsilons, 5 seeds, the medium preset's sizes: the smallest run whose "rises with
-    # epsilon" is a paired same-seed comparison (epsilon 1 against 8, the issue's target epsilon).
+    # One data set, one pair of epsilons, 5 seeds, the medium preset's data sizes with fewer, shorter texts: the
+    # smallest run whose "rises with epsilon" is a paired same-seed comparison (epsilon 1 against 8, the issue's
+    # target epsilon). At 10 texts of 32 tokens per label it took 151 s per DP-KPS and 175 s per private-prediction
+    # release at load average 13 (about 70 minutes in all), so it writes 6 texts of 24 tokens per label (3 of 16
+    # for private prediction).
     "paired-small": Preset("paired-small", ("health_tweets",), (1.0, 8.0), SEEDS,
-                           Sizes(per_class=10, max_new_tokens=32, pp_per_class=4, pp_max_new_tokens=16),
+                           Sizes(per_class=6, max_new_tokens=24, pp_per_class=3, pp_max_new_tokens=16),
                            max_per_class=1200, test_fraction=200 / 1200,
-                           estimate="ESTIMATE from the medium preset's measured cells: about 25 minutes on the idle "
-                                    "2-core CPU (35 cells); see README for the stored run"),
+                           estimate="ESTIMATE: about 35 minutes on the 2-core CPU at load average 13 (35 cells); "
+                                    "see README for the stored run"),
     # The issue's realistic sizes: 1,000 private training records and 200 test texts per label, 50 synthetic
     # texts of 48 tokens per label for every method, epsilon 1, 4 and infinity, 3 seeds, 2 data sets. DP-KPS reads
     # all 1,000 records per label; DP-ST privatizes the 50 it releases; private prediction reads the 50 x 8 = 400
