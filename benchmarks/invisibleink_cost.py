@@ -27,37 +27,18 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import numpy as np  # noqa: E402
 
+from dpkit.privpred.cost import load_average as load, plain_seconds_per_token  # noqa: E402
+
 RECORDS = ["The delivery was late and the box was damaged.", "Great support, they fixed my issue in minutes.",
            "The product stopped working after a week.", "I love the new design, very easy to use.",
            "Billing charged me twice this month.", "Fast shipping and good packaging.",
            "The app keeps crashing when I log in.", "Friendly staff but the refund took too long."]
 
 
-def load() -> float:
-    return round(os.getloadavg()[0], 2)
-
-
 def prompts(lm, s: int) -> tuple[list[str], str]:
     private = [lm.chat(f"Here is a customer review: \"{RECORDS[i % len(RECORDS)]}\" (#{i}). Write a similar review.")
                for i in range(s)]
     return private, lm.chat("Write a customer review.")
-
-
-def plain_seconds_per_token(lm, public: str, tokens: int) -> float:
-    """One text, ``tokens`` new tokens, end token masked (llama.cpp) or min_new_tokens (PyTorch)."""
-    from dpkit.privpred.llamacpp_engine import is_llamacpp
-
-    start = time.perf_counter()
-    if is_llamacpp(lm):
-        out = lm.llm.generate_ids([lm.llm.tokenize(public)], max_new_tokens=tokens, stop_at_end=False)
-        assert len(out[0]) == tokens
-    else:
-        import torch
-
-        batch = lm.encode([public])
-        with torch.inference_mode():
-            lm.model.generate(**batch, max_new_tokens=tokens, min_new_tokens=tokens, do_sample=False)
-    return (time.perf_counter() - start) / tokens
 
 
 def private_seconds_per_token(lm, private: list[str], public: str, settings) -> tuple[float, int]:
