@@ -57,12 +57,16 @@ def main(argv: list[str] | None = None) -> int:
     Exit 2: bad input, a run folder in use, a configuration mismatch, a corrupted
     run folder (:class:`~dpkit.validate.ParameterError`, :class:`~dpkit.runs.RunInUseError`).
     Exit 1: the environment failed (a read-only or full disk, a file-size limit:
-    :class:`OSError`); what was written is kept and the same command resumes.
+    :class:`OSError`; memory: :class:`MemoryError`); what was written is kept and the same command resumes.
+    Exit 130: interrupted (Ctrl-C): one line with the command that resumes.
     """
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        print(f"dpkit {args.command}: {interrupted_line(sys.argv[1:] if argv is None else argv)}", file=sys.stderr)
+        return INTERRUPTED
     except Exception as error:  # noqa: BLE001 - only the kinds below are answered; the rest re-raise
         code = failure_exit_code(error)
         if code is None:
@@ -78,9 +82,20 @@ def failure_exit_code(error: BaseException) -> int | None:
 
     if isinstance(error, (ParameterError, RunInUseError)):
         return 2
-    if isinstance(error, OSError):
+    if isinstance(error, (OSError, MemoryError)):
         return 1
     return None
+
+
+INTERRUPTED = 130  # the shell's code for a process ended by SIGINT
+
+
+def interrupted_line(argv: list[str]) -> str:
+    """The one line for Ctrl-C: what is kept and the command (quoted for a POSIX shell) that resumes."""
+    import shlex
+
+    return ("interrupted (Ctrl-C). What was written is kept and no budget is spent twice; to resume, run the "
+            f"same command again: dpkit {shlex.join(str(a) for a in argv)}")
 
 
 def failure_line(error: BaseException, out: str | None) -> str:
@@ -91,7 +106,10 @@ def failure_line(error: BaseException, out: str | None) -> str:
     where = f" (run folder {out})" if out else ""
     if isinstance(error, (ParameterError, RunInUseError)):
         return f"{error}{where}"
-    reason = error.strerror or type(error).__name__
+    if isinstance(error, MemoryError):
+        return (f"the environment failed{where}: out of memory ({error or 'MemoryError'}). What was written is "
+                "kept; lower the sizes (--set), free memory, or use a larger machine and rerun")
+    reason = getattr(error, "strerror", None) or type(error).__name__
     path = f": {error.filename}" if getattr(error, "filename", None) else ""
     return (f"the environment failed{where}: {reason}{path}. What was written is kept; fix the disk or "
             "permissions and rerun the same command to resume (no budget is spent twice)")

@@ -5,6 +5,8 @@ environment variable ``DPKIT_FAULT`` names it (optionally with the occurrence,
 ``record-appended:3``; default the first), the process sends itself SIGKILL
 there -- no cleanup, no ``finally``, exactly like a power cut or an OOM kill.
 Unset (always, outside tests) it costs one dictionary lookup.
+``DPKIT_FAULT_SIGNAL=INT`` (or ``TERM``) sends that signal instead, e.g. a
+Ctrl-C at an exact point.
 
 Checkpoints, in the order a run meets them:
 
@@ -37,4 +39,5 @@ def checkpoint(name: str) -> None:
         return
     _counts[name] = _counts.get(name, 0) + 1
     if _counts[name] == (int(nth) if nth else 1):
-        os.kill(os.getpid(), signal.SIGKILL)
+        chosen = os.environ.get("DPKIT_FAULT_SIGNAL", "KILL").upper()
+        os.kill(os.getpid(), getattr(signal, f"SIG{chosen}", signal.SIGKILL))
