@@ -37,7 +37,7 @@ def _release(lm, executor, batches: int, tokens: int, epsilon: float):
     labels = [names.index(y) for y in table.labels]
     config = pp.Config.smoke(epsilon, n_batches=batches, max_new_tokens=tokens)
     start = time.perf_counter()
-    result = generate_synthetic(list(table.texts), pp.generic_template(True), config.pp_config(), labels=labels,
+    result = generate_synthetic(list(table.texts), pp.generic_template(True), config, labels=labels,
                                 label_names=names, n_batches=batches, model=lm, seed=0, executor=executor)
     return result, time.perf_counter() - start
 

@@ -21,7 +21,7 @@ def test_infinity_runs_each_pipeline_at_the_noise_off_epsilon_with_equal_sizes()
 
 
 def test_default_private_prediction_affords_a_private_token_at_epsilon_one():
-    assert configs(1.0, Sizes(), document_type="review")["pp"].pp_config().max_private_tokens() >= 1
+    assert configs(1.0, Sizes(), document_type="review")["pp"].max_private_tokens() >= 1
 
 
 def test_t_interval_matches_the_student_t_formula():
@@ -63,7 +63,7 @@ def test_bad_sizes_are_refused():
 def test_private_prediction_is_decoded_once_for_every_epsilon_whose_cap_does_not_bind():
     sizes = Sizes()
     keys = {e: pp_decoding_key(configs(e, sizes, document_type="review")["pp"]) for e in (1.0, 4.0, 16.0, math.inf)}
-    r = {e: configs(e, sizes, document_type="review")["pp"].pp_config().max_private_tokens()
+    r = {e: configs(e, sizes, document_type="review")["pp"].max_private_tokens()
          for e in (1.0, 4.0, 16.0, math.inf)}
     assert r[1.0] < sizes.max_new_tokens <= r[4.0] < r[16.0] < r[math.inf]
     assert keys[4.0] == keys[16.0] == keys[math.inf] != keys[1.0]

@@ -79,7 +79,8 @@ def test_a_prefix_stops_reading_at_its_limit(tmp_path):
 
 
 def _plan(method, path, *extra):
-    from dpkit.methods.cli import plan, register
+    from dpkit.methods.cli import register
+    from dpkit.methods.request import plan
 
     parser = argparse.ArgumentParser()
     register(parser.add_subparsers())

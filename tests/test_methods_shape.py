@@ -21,8 +21,10 @@ def test_one_entry_point_and_a_stated_guarantee(name):
     # a method may take more, keyword-only and optional (private prediction's executor), never required
     assert all(p.default is not inspect.Parameter.empty for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY)
     statement = method.STATEMENT.to_dict()
-    assert set(statement) == {"neighbouring", "unit", "measure", "sensitivity", "output_size", "labels"}
+    assert set(statement) == {"neighbouring", "unit", "unit_meaning", "measure", "sensitivity", "output_size",
+                              "labels"}
     assert all(isinstance(v, str) and v for v in statement.values())
+    assert method.STATEMENT.neighbouring in ("add/remove", "replace-one")  # the contracts' value, not prose
     smoke = method.Config.smoke(4.0)
     assert smoke.epsilon == 4.0 and smoke != method.Config(epsilon=4.0)
     with pytest.raises(dataclasses.FrozenInstanceError):
@@ -99,9 +101,9 @@ def test_one_configuration_per_method_with_one_set_of_defaults():
         shared = set(own) & set(release) - {"delta", "max_examples_per_batch"}  # pp: a release states delta,
         assert shared and all(own[name] == release[name] for name in shared)  # and one text per batch
     pp = METHODS["pp"].Config(epsilon=4.0)
-    assert pp.pp_config() is pp and pp.settings(1).max_new_tokens == pp.max_new_tokens == 32
+    assert pp.settings(1).max_new_tokens == pp.max_new_tokens == 32 and not hasattr(pp, "pp_config")
     kps = METHODS["kps"].Config(epsilon=4.0, vocabulary_share=0.25)
-    assert (kps.eps_voc, kps.eps_kde) == (1.0, 3.0) and kps.kps_config() is kps
+    assert (kps.eps_voc, kps.eps_kde) == (1.0, 3.0) and not hasattr(kps, "kps_config")
     dpst = METHODS["dpst"].Config(epsilon=4.0)
     mechanism = inspect.signature(DPST).parameters
     corpus = inspect.signature(load_public_corpus).parameters

@@ -224,7 +224,8 @@ def _planned_records(method, path, *extra):
     """The records ``dpkit synth`` would hand the method, from the CLI's own parser and planner."""
     import argparse
 
-    from dpkit.methods.cli import plan, register
+    from dpkit.methods.cli import register
+    from dpkit.methods.request import plan
 
     parser = argparse.ArgumentParser()
     register(parser.add_subparsers())
@@ -280,16 +281,16 @@ def test_dpst_keeps_the_first_rows_under_replace_one(tmp_path, fake):
 def test_a_method_that_charges_more_than_its_configuration_is_refused(tmp_path, capsys, fake, monkeypatch):
     """The CLI gives the ledger the budget once; a charge beyond it raises before it is recorded, so no
     text is generated and no release is written."""
-    import dpkit.kps.pipeline as kps_pipeline
+    from dpkit.methods import kps as kps_method
 
-    fit = kps_pipeline.fit_kps
+    fit = kps_method.fit_kps
 
     def overspending(texts, labels, names, vocabulary, embedder, config, rng, ledger):
         model = fit(texts, labels, names, vocabulary, embedder, config, rng, ledger)
         ledger.spend(model.vocabulary.contract, "kps: private vocabulary, again")  # beyond the configuration
         return model
 
-    monkeypatch.setattr(kps_pipeline, "fit_kps", overspending)
+    monkeypatch.setattr(kps_method, "fit_kps", overspending)
     out = tmp_path / "run"
     assert synth(out) == 2
     err = capsys.readouterr().err
@@ -364,7 +365,8 @@ def test_plan_prints_config_spend_guarantee_and_size_without_reading_data(tmp_pa
     out = tmp_path / "run"
     assert synth(out, "--labels", "billing,delivery,product") == 0  # the run spends what the plan said
     manifest = json.loads((out / "private" / "manifest.json").read_text())
-    assert [e["label"] for e in manifest["ledger"]["entries"]][0] == "kps: private vocabulary"
+    assert [e["label"] for e in manifest["ledger"]["entries"]] == ["kps: private vocabulary",
+                                                                    "kps: DP-KDE of each class"]
     assert len((out / "release" / "synthetic.jsonl").read_text().splitlines()) == 6
 
     assert main(["synth", "pp", "--epsilon", "4", "--delta", "1e-6", "--plan", "--smoke"]) == 0
@@ -382,16 +384,16 @@ def test_plan_prints_config_spend_guarantee_and_size_without_reading_data(tmp_pa
 
 def test_plan_refuses_a_configuration_that_overspends(tmp_path, capsys, monkeypatch):
     from dpkit.methods import kps
-    from dpkit.privacy import PrivacyContract
 
-    real = kps.planned_ledger
+    from dpkit.privacy import Charge
 
-    def overspending(config, n_labels):  # a plan that charges the vocabulary twice
-        ledger = real(config, n_labels)
-        ledger.spend(PrivacyContract.from_dict(ledger.entries[0]["contract"]), "kps: private vocabulary, again")
-        return ledger
+    real = kps.charges
 
-    monkeypatch.setattr(kps, "planned_ledger", overspending)
+    def overspending(config, n_labels, n_records=None):  # a plan that charges the vocabulary twice
+        declared = real(config, n_labels, n_records)
+        return (*declared, Charge("kps: private vocabulary, again", declared[0].contract))
+
+    monkeypatch.setattr(kps, "charges", overspending)
     assert main(["synth", "kps", "--epsilon", "4", "--plan"]) == 2
     assert "--epsilon=4.0 is invalid" in (err := capsys.readouterr().err) and "over the budget" in err
     out = tmp_path / "run"

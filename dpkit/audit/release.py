@@ -36,6 +36,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from dpkit import methods  # its method modules load on first use (dpkit.methods.METHODS)
 from dpkit.audit.canaries import DEFAULT_CANARIES, Canaries, canaries_from_texts, make_canaries
 from dpkit.audit.one_run import epsilon_lower_bound
 from dpkit.audit.roc import auroc, tpr_at_fpr
@@ -137,8 +138,8 @@ NEIGHBOURING = ("add/remove", "replace-one")
 
 
 def neighbouring_for(method: str) -> str:
-    """The relation a dpkit method's claim is stated under (DP-ST: replace-one)."""
-    return "replace-one" if method == "dpst" else "add/remove"
+    """The relation a dpkit method's claim is stated under: the one its charges declare (DP-ST: replace-one)."""
+    return methods.METHODS[method].STATEMENT.neighbouring
 
 
 def _part(canaries: Canaries, start: int, stop: int) -> Canaries:

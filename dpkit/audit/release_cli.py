@@ -4,7 +4,7 @@
         --label-column label --epsilon 4 --smoke --out runs/audit-kps
 
 The method runs through the same path as ``dpkit synth`` (``plan`` and
-``execute`` of :mod:`dpkit.methods.cli`: validation first, the run folder
+``execute`` of :mod:`dpkit.methods.request` and :mod:`dpkit.methods.execution`: validation first, the run folder
 ``DIR/run`` with its lock, checkpoints and resume), on the input's records plus
 public canaries (:func:`dpkit.audit.release.audit_release`). ``DIR/audit.json``
 holds the audit's own settings and seed (written before the run, so the same
@@ -105,7 +105,8 @@ def run_release_audit(args: argparse.Namespace) -> dict:
     from dpkit.audit.release import audit_release, neighbouring_for
     from dpkit.io import atomic_write_text
     from dpkit.methods.base import config_dict
-    from dpkit.methods.cli import execute, plan
+    from dpkit.methods.execution import execute
+    from dpkit.methods.request import plan
     from dpkit.validate import ParameterError, check_in_range, check_int
 
     from dpkit.audit.scorers import scorer

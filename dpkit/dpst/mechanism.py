@@ -88,7 +88,13 @@ def sample_in_neighbourhood(candidate_embeddings, input_embedding, epsilon: floa
     when ``size`` is None); ``(b, d)`` gives ``(*size, b)``. Epsilon-DP with
     respect to replacing the input by any other input, *for this candidate set*.
     """
-    mech = exponential(epsilon)
+    return draw(exponential(epsilon), candidate_embeddings, input_embedding, rng, size=size)
+
+
+def draw(mech: Exponential, candidate_embeddings, input_embedding, rng: np.random.Generator,
+         size=None) -> np.ndarray:
+    """:func:`sample_in_neighbourhood` with a mechanism built once (:func:`exponential`) and reused
+    across draws: the same distribution, without a new mechanism and contract per draw."""
     rng = check_rng("rng", rng)
     return mech.sample(clipped_cosine(candidate_embeddings, input_embedding), rng, size=size)
 

@@ -57,6 +57,7 @@ audit can show that it catches them.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Sequence
 
 import numpy as np
@@ -70,6 +71,28 @@ from dpkit.validate import ParameterError, check_choice, check_in_range, check_i
 VARIANTS = ("neighbourhood", "document")
 MAX_PARSER_CHARS = 1_000_000  # spaCy's default nlp.max_length: longer texts raise E088
 BUGS = (None, "raw_text_fallback", "private_neighbourhood")
+
+
+def document_contract(epsilon: float, slots: int, neighbourhood_share: float, centroids: int) -> PrivacyContract:
+    """The contract of one document privatized by the document-level variant, from public parameters only.
+
+    Per slot: a neighbourhood by the exponential mechanism over the ``centroids`` public
+    centroids at ``epsilon / slots * neighbourhood_share``, then a triple in it at the
+    rest of the slot's share; ``slots`` slots compose sequentially to ``epsilon``.
+    :attr:`DPST.contract` is this, and ``dpkit synth dpst --plan`` charges it too.
+    """
+    eps_n = epsilon / slots * neighbourhood_share
+    eps_t = epsilon / slots * (1.0 - neighbourhood_share)
+    return PrivacyContract(
+        mechanism=f"DP-ST document-level ({slots} slots)", neighbouring="replace-one",
+        unit="document (any two documents)", measure="pure", sensitivity=mechanism.SENSITIVITY,
+        epsilon=epsilon, sensitivity_norm="max over candidates",
+        kind="dpst_document",
+        parameters={"slots": slots, "centroids": centroids, "eps_neighbourhood": eps_n,
+                    "eps_triple": eps_t, "utility": "clip(cos, 0, 1)"},
+        note=f"per slot: neighbourhood by EM over {centroids} public centroids (eps={eps_n:.4g}) "
+             f"then triple by EM in it (eps={eps_t:.4g}); {slots} slots, padded with uniform "
+             f"public triples; utility clip(cos,0,1)")
 
 
 @dataclass(frozen=True)
@@ -181,21 +204,17 @@ class DPST:
         per_slot = self.epsilon / self.slots
         return per_slot * self.neighbourhood_share, per_slot * (1.0 - self.neighbourhood_share)
 
-    @property
+    @cached_property
+    def slot_mechanisms(self) -> tuple:
+        """The document variant's two exponential mechanisms (neighbourhood, triple), built once per DPST."""
+        eps_n, eps_t = self.slot_epsilons
+        return mechanism.exponential(eps_n), mechanism.exponential(eps_t)
+
+    @cached_property
     def contract(self) -> PrivacyContract:
-        """The guarantee of one privatized document, at the configured epsilon."""
+        """The guarantee of one privatized document, at the configured epsilon (built once)."""
         if self.variant == "document":
-            eps_n, eps_t = self.slot_epsilons
-            return PrivacyContract(
-                mechanism=f"DP-ST document-level ({self.slots} slots)", neighbouring="replace-one",
-                unit="document (any two documents)", measure="pure", sensitivity=mechanism.SENSITIVITY,
-                epsilon=self.epsilon, sensitivity_norm="max over candidates",
-                kind="dpst_document",
-                parameters={"slots": self.slots, "centroids": self.corpus.k, "eps_neighbourhood": eps_n,
-                            "eps_triple": eps_t, "utility": "clip(cos, 0, 1)"},
-                note=f"per slot: neighbourhood by EM over {self.corpus.k} public centroids (eps={eps_n:.4g}) "
-                     f"then triple by EM in it (eps={eps_t:.4g}); {self.slots} slots, padded with uniform "
-                     f"public triples; utility clip(cos,0,1)")
+            return document_contract(self.epsilon, self.slots, self.neighbourhood_share, self.corpus.k)
         return PrivacyContract(
             mechanism="DP-ST neighbourhood-aware (per-triple split)", neighbouring="replace-one",
             unit="document, among documents with the same number n of triples lying pairwise in the same "
@@ -289,9 +308,9 @@ class DPST:
         if not isinstance(prepared, Prepared):
             raise ParameterError("prepared", prepared, "must come from DPST.prepare")
         rng = check_rng("rng", rng)
-        if ledger is None:
+        if ledger is None and charge is None:  # a charge already spent needs no ledger
             ledger = PrivacyLedger()
-        if not hasattr(ledger, "spend_parallel"):
+        if ledger is not None and not hasattr(ledger, "spend_parallel"):
             raise ParameterError("ledger", type(ledger).__name__, "must be a PrivacyLedger or None")
         if len(prepared) == 0:
             return []
@@ -343,15 +362,15 @@ class DPST:
         pad = self._uniform_public(self.slots - len(triples), rng)
         slot_emb = np.concatenate([emb, self.corpus.embeddings[pad]]) if len(pad) else emb
         eps_n, eps_t = self.slot_epsilons
+        by_neighbourhood, by_triple = self.slot_mechanisms  # built once per DPST, not per draw
         if self.bug == "private_neighbourhood":
             clusters = self.corpus.nearest_centroid(slot_emb)
         else:
-            clusters = np.atleast_1d(mechanism.sample_neighbourhood(self.corpus.centroids, slot_emb, eps_n, rng))
+            clusters = np.atleast_1d(mechanism.draw(by_neighbourhood, self.corpus.centroids, slot_emb, rng))
         ids = np.empty(self.slots, np.int64)
         for i, c in enumerate(clusters):
             members = self.corpus.members(int(c))
-            ids[i] = members[int(mechanism.sample_in_neighbourhood(self.corpus.embeddings[members], slot_emb[i],
-                                                                   eps_t, rng))]
+            ids[i] = members[int(mechanism.draw(by_triple, self.corpus.embeddings[members], slot_emb[i], rng))]
         if trace:
             info.update(padding=[str(self.corpus.texts[j]) for j in pad], neighbourhoods=clusters.tolist(),
                         epsilon_neighbourhood=eps_n, epsilon_triple=eps_t)

@@ -125,11 +125,10 @@ def pp_decoding_key(config) -> tuple:
     whose cap does not bind decodes the same tokens from the same seed. (The
     release's guarantee still differs; the grid only reuses the evaluation.)
     """
-    pcfg = config.pp_config()
-    settings = pcfg.settings(pcfg.max_private_tokens())
+    settings = config.settings(config.max_private_tokens())
     cap = min(settings.max_private_tokens, settings.step_limit)
     return (replace(settings, max_private_tokens=cap), config.n_batches, config.template, config.hash_key,
-            config.max_chars, pcfg.max_record_tokens)
+            config.max_chars, config.max_record_tokens)
 
 
 #: Metrics that live in [0, 1]: their intervals are clipped to that range.

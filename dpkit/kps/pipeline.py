@@ -42,7 +42,7 @@ from dpkit.kps.kde import DPKDE, dpkde_mechanism, kde_sketch, privatize_sketch
 from dpkit.kps.rff import RandomFourierFeatures
 from dpkit.kps.sequences import CHOICES, independent_sequences, iterative_sequences
 from dpkit.kps.vocabulary import PhraseMatcher, PrivateVocabulary, histogram_mechanism, private_vocabulary
-from dpkit.privacy import PrivacyLedger
+from dpkit.privacy import Charge, PrivacyLedger
 from dpkit.validate import (ParameterError, check_choice, check_int, check_positive, check_rng,
                             check_unit_norm)
 
@@ -184,6 +184,21 @@ def planned_contracts(config: KPSConfig, vocabulary_size: int) -> tuple:
     return vocabulary, kde
 
 
+def kps_charges(config: KPSConfig, vocabulary_size: int, n_classes: int) -> tuple[Charge, ...]:
+    """The charges of DP-KPS, declared once from public parameters: the vocabulary histogram
+    (one run over all documents), then each DP-KDE (member), parallel over the ``n_classes`` classes.
+
+    :func:`fit_kps` charges exactly these (each before the reads it pays for);
+    ``dpkit synth kps --plan`` charges the same list to its planned ledger.
+    """
+    vocabulary, kde = planned_contracts(config, vocabulary_size)
+    n_classes = check_int("n_classes", n_classes, minimum=1)
+    members = [""] if len(kde) == 1 else [f", member {i + 1} of {len(kde)}" for i in range(len(kde))]
+    return (Charge("kps: private vocabulary", vocabulary),
+            *(Charge(f"kps: DP-KDE of each class{member}", contract, groups=n_classes)
+              for member, contract in zip(members, kde)))
+
+
 def fit_kps(texts: Sequence[str], labels: Sequence[int], label_names: Sequence[str],
             public_vocabulary: Sequence[str] | PhraseMatcher, embedder, config: KPSConfig,
             rng: np.random.Generator, ledger: PrivacyLedger | None = None) -> KPSModel:
@@ -209,16 +224,16 @@ def fit_kps(texts: Sequence[str], labels: Sequence[int], label_names: Sequence[s
         raise ParameterError("N", config.N, f"must be <= the public vocabulary size ({len(matcher)})")
     ledger = PrivacyLedger() if ledger is None else ledger
     n_classes = len(label_names)
-    vocabulary_contract, kde_contracts = planned_contracts(config, len(matcher))
+    vocabulary_charge, *kde_charges = kps_charges(config, len(matcher), n_classes)
+    vocabulary_contract, kde_contracts = vocabulary_charge.contract, [c.contract for c in kde_charges]
 
-    charges = [ledger.spend(vocabulary_contract, "kps: private vocabulary")]
+    charges = [ledger.charge(vocabulary_charge)]
     texts = [text[:config.max_chars] for text in texts]  # public cap (KPSConfig.public_rules)
     vocab = private_vocabulary(texts, matcher, config.S, config.N, config.eps_voc, rng)
     _check_released("vocabulary", vocab.contract, vocabulary_contract)
     embeddings = check_unit_norm("embeddings", np.asarray(embedder.encode(vocab.terms), dtype=np.float64))
 
-    for contract in kde_contracts:
-        charges.append(ledger.spend_parallel(contract, f"kps: {contract.mechanism[:40]}", groups=n_classes))
+    charges += [ledger.charge(charge) for charge in kde_charges]
     keyphrases = document_keyphrases(texts, PhraseMatcher(vocab.terms))
     if config.method == "independent":  # additive over documents: one pass, no per-document lists held
         term_weights = class_term_weights(keyphrases, labels, n_classes, len(vocab.terms))

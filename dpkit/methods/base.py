@@ -6,9 +6,20 @@ Every method module (:mod:`~dpkit.methods.kps`, :mod:`~dpkit.methods.pp`,
 * a frozen dataclass ``Config`` of PUBLIC parameters, validated on construction
   (:class:`~dpkit.validate.ParameterError` names the parameter, the value and what
   is allowed), with a ``smoke()`` preset of tiny sizes;
-* ``STATEMENT``, a :class:`PrivacyStatement`: neighbouring relation, unit of
-  privacy, privacy measure, sensitivity, and the public rule that fixes the
+* ``STATEMENT``, a :class:`PrivacyStatement`: the neighbouring relation and unit
+  of privacy (the values its contracts carry), what they mean, the privacy
+  measure, why the sensitivities hold, and the public rule that fixes the
   number of synthetic records;
+* ``charges(config, n_labels, n_records=None)``: the method's privacy charges,
+  declared once from public parameters (:class:`~dpkit.privacy.ledger.Charge`:
+  mechanism, relation, unit, sensitivity, spend, composition). ``--plan``
+  charges them to a planned ledger, ``synthesize`` to the run's ledger (each
+  before the reads it pays for), and the report reads the ledger;
+* what the CLI asks of it by name: ``BACKENDS`` (the backends it may run on),
+  ``EXECUTORS`` (who may decode private batches; empty: none),
+  ``TAKES_DELTA`` (whether ``--delta`` applies), ``SMOKE_ROWS``/``SMOKE_MAX_ROWS``
+  (the smoke preset's row bounds), ``release_size(config, n_labels, n_records)``
+  (the number of texts, or None when unknown) and ``SIZE_RULE`` (that rule in words);
 * ``synthesize(records, config, run, backend, seed_sequence) -> Release``.
 
 ``run`` is a :class:`dpkit.runs.Run` (checkpoints, ledger state; resumable) or
@@ -24,6 +35,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from dpkit.runs.generate import generate_texts
 from dpkit.validate import ParameterError, private_shape
 
 
@@ -94,10 +106,17 @@ class Records:
 
 @dataclass(frozen=True)
 class PrivacyStatement:
-    """What a method guarantees, as data the report prints and a test can check."""
+    """What a method guarantees, as data the report prints and a test can check.
+
+    ``neighbouring`` and ``unit`` are the values every one of the method's charges
+    carries (``"add/remove"`` or ``"replace-one"``; the contracts' unit), checked
+    equal by the tests; ``unit_meaning`` says what one unit is in the user's
+    terms; ``sensitivity`` says why the charges' sensitivities hold.
+    """
 
     neighbouring: str
     unit: str
+    unit_meaning: str
     measure: str
     sensitivity: str
     output_size: str
@@ -105,6 +124,11 @@ class PrivacyStatement:
 
     def to_dict(self) -> dict[str, str]:
         return asdict(self)
+
+    @property
+    def per_record(self) -> bool:
+        """True under add/remove (rows are selected by a per-record rule), False under replace-one."""
+        return self.neighbouring == "add/remove"
 
 
 @dataclass(frozen=True)
@@ -169,6 +193,4 @@ def generate_keyed(run, backend, prompts: dict, *, batch_size: int, desc: str, *
     On resume only the missing keys are generated. Returns key -> text. The loop
     is :func:`dpkit.runs.generate_records`, the one every method shares.
     """
-    from dpkit.runs.generate import generate_texts
-
     return generate_texts(run, backend, prompts, batch_size=batch_size, desc=desc, **generation)

@@ -1,8 +1,11 @@
-"""The budget of a release lives in its ledger: given once, checked at every charge, read back for the report.
+"""The budget of a release: one ledger per run, opened once from the configuration, checked at every charge.
 
-``dpkit synth`` hands the ledger the configuration's budget once
-(:func:`budget_ledger`). Every charge a method makes goes through
-:meth:`PrivacyLedger.spend` / :meth:`~PrivacyLedger.spend_parallel`, which
+:func:`open_ledger` is the one place a release's budget is handed to a ledger:
+``dpkit synth`` opens it once and gives it to the run folder
+(:class:`~dpkit.runs.Run`), ``--plan`` opens one for its dry run, and a method
+called without a run opens its own (:func:`release_ledger`). A method charges
+its declared :class:`~dpkit.privacy.ledger.Charge` list through
+:meth:`PrivacyLedger.charge <dpkit.privacy.ledger.PrivacyLedger.charge>`, which
 raises :class:`~dpkit.privacy.ledger.BudgetExceededError` *before* recording an
 overspend -- so before any synthetic text exists. The epsilon and delta a
 :class:`~dpkit.methods.base.Release` states, and every number of its
@@ -18,26 +21,26 @@ from dpkit.privacy.ledger import BudgetExceededError, PrivacyLedger
 from dpkit.validate import ParameterError
 
 
-def budget_ledger(run, epsilon: float, delta: float) -> PrivacyLedger:
-    """The ledger a method charges: the run's (given the budget if it has none) or a new budgeted one.
+def open_ledger(config) -> PrivacyLedger:
+    """A new ledger holding the configuration's budget (``config.budget()``: epsilon, and delta, 0 = pure)."""
+    epsilon, delta = config.budget()
+    return PrivacyLedger(budget_epsilon=epsilon, delta=delta)
 
-    ``delta = 0`` is a pure budget (basic composition). A run ledger that already
-    holds a budget must hold this one: one release, one guarantee.
+
+def release_ledger(run, config) -> PrivacyLedger:
+    """The ledger a method charges: the run's, which must hold the configuration's budget, or (no run) a new one.
+
+    Nothing is repaired here: a run opened without the release's ledger is refused by name.
     """
-    ledger = None if run is None else getattr(run, "ledger", None)
-    if ledger is None:
-        return PrivacyLedger(budget_epsilon=epsilon, delta=delta)
-    if ledger.budget_epsilon is None and ledger.budget_rho is None and ledger.delta is None:
-        budgeted = PrivacyLedger(budget_epsilon=epsilon, delta=delta)
-        for entry in ledger.entries:     # what a resumed run re-entered must fit the budget too
-            budgeted._check_budget(entry["rho"], 0.0, 0.0, entry["label"], entry)
-            budgeted.entries.append(entry)
-        ledger.budget_epsilon, ledger.delta = budgeted.budget_epsilon, budgeted.delta
-        return ledger
-    if ledger.budget_epsilon is None or not math.isclose(ledger.budget_epsilon, epsilon, rel_tol=1e-12) or \
-            ledger.delta != delta:
-        raise ParameterError("ledger", f"budget epsilon={ledger.budget_epsilon}, delta={ledger.delta}",
-                             f"must be the configuration's budget epsilon={epsilon:g}, delta={delta:g}")
+    if run is None:
+        return open_ledger(config)
+    ledger = getattr(run, "ledger", None)
+    epsilon, delta = config.budget()
+    if ledger is None or ledger.budget_epsilon is None or ledger.delta != delta or \
+            not math.isclose(ledger.budget_epsilon, epsilon, rel_tol=1e-12):
+        held = "none" if ledger is None else f"budget epsilon={ledger.budget_epsilon}, delta={ledger.delta}"
+        raise ParameterError("run.ledger", held, f"must be the release's ledger, opened with the configuration's "
+                             f"budget epsilon={epsilon:g}, delta={delta:g}: Run(..., ledger=open_ledger(config))")
     return ledger
 
 

@@ -19,24 +19,34 @@ any model sees them.
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass, replace
 
 import numpy as np
 
-import inspect
-
 from dpkit.dpst.corpus import load_public_corpus
-from dpkit.dpst.privatize import DPST, MAX_PARSER_CHARS
+from dpkit.dpst.privatize import DPST, MAX_PARSER_CHARS, Prepared, PrivateDocument, document_contract
+from dpkit.dpst.reconstruct import clean_output, reconstruction_messages
 from dpkit.methods.base import (PrivacyStatement, Records, Release, check_inputs, checkpoint, config_dict,
                                 generate_keyed)
+from dpkit.methods.budget import ledger_guarantee, release_ledger
+from dpkit.methods.labels import label_contract, randomized_response
+from dpkit.privacy import Charge, PrivacyContract
 from dpkit.seeds import generator, int_seed
 from dpkit.validate import ParameterError, check_choice, check_in_range, check_int, check_positive
 
 NAME = "dpst"
+BACKENDS = ("local", "openai", "anthropic")  # the model sees only privatized public triples
+EXECUTORS = ()  # nothing private is decoded in batches
+TAKES_DELTA = False
 SMOKE_ROWS = 12  # one output per record: the smoke preset reads at most this many rows
+SMOKE_MAX_ROWS = None  # the smoke preset keeps the first SMOKE_ROWS rows: nothing more to bound
+SIZE_RULE = "one output per input row read"
 STATEMENT = PrivacyStatement(
-    neighbouring="replace-one record (the number of records is public)",
-    unit="record (one document with its label); each output depends on its own record only (local DP)",
+    neighbouring="replace-one",
+    unit="document (any two documents)",
+    unit_meaning="one record (a document with its label); each output depends on its own record only (local "
+                 "DP), and the number of records is public",
     measure="pure epsilon-DP per record (delta = 0)",
     sensitivity="exponential mechanisms with utility clip(cos, 0, 1) in [0, 1] (sensitivity 1) per triple slot, "
                 "over public centroids then public triples; the label by k-ary randomized response",
@@ -104,52 +114,44 @@ class Config:
         return replace(cls(epsilon=epsilon, k=8, n_articles=12, max_new_tokens=8), **changes)
 
 
-def planned_ledger(config: Config, n_labels: int, n_records: int | None = None):
-    """The ledger's spend, planned from the public configuration alone (``dpkit synth dpst --plan``): the
-    document-level triples and, for labelled input (``n_labels`` > 0), the label's randomized response, each
-    parallel over the records. Raises BudgetExceededError when the plan does not fit the budget."""
-    from dpkit.methods.labels import label_contract
-    from dpkit.privacy import PrivacyContract, PrivacyLedger
-
+def charges(config: Config, n_labels: int, n_records: int | None = None) -> tuple[Charge, ...]:
+    """The release's privacy charges, declared once from public parameters: the document-level triples
+    (:func:`~dpkit.dpst.privatize.document_contract`) and, for labelled input (``n_labels`` > 0), the label's
+    randomized response, each parallel over the ``n_records`` records (None: unknown, counted as one)."""
     eps_text, eps_label = config.budgets(n_labels > 0)
-    unit = "document (any two documents)"
-    ledger = PrivacyLedger(budget_epsilon=config.budget()[0], delta=0)
     groups = max(1, n_records or 1)
-    ledger.spend_parallel(PrivacyContract(f"DP-ST document-level ({config.slots} slots)", "replace-one", unit,
-                                          "pure", 1.0, epsilon=eps_text, sensitivity_norm="max over candidates"),
-                          "dpst: document-level triples", groups=groups)
-    if n_labels > 0:
-        ledger.spend_parallel(label_contract(n_labels, eps_label, unit), "dpst: label by randomized response",
-                              groups=groups)
-    return ledger
+    text = Charge("dpst: document-level triples",
+                  document_contract(eps_text, config.slots, config.neighbourhood_share, config.k), groups=groups)
+    if n_labels <= 0:
+        return (text,)
+    label = Charge("dpst: label by randomized response", label_contract(n_labels, eps_label, text.contract.unit),
+                   groups=groups)
+    return text, label
 
 
-def _split(prepared, i: int, offsets):
-    from dpkit.dpst.privatize import Prepared
+def release_size(config: Config, n_labels: int, n_records: int | None = None) -> int | None:
+    """The number of outputs: one per record read (None while the number of rows is unknown)."""
+    return n_records
 
+
+def _split(prepared, i: int, offsets) -> Prepared:
     return Prepared([prepared.texts[i]], [prepared.triples[i]], prepared.embeddings[offsets[i]:offsets[i + 1]])
 
 
 def synthesize(records: Records, config: Config, run, backend, seed_sequence: np.random.SeedSequence) -> Release:
     """A DP-ST release of ``records``: one output per record, epsilon-DP per record (pure, replace-one)."""
     check_inputs(records, config, Config, seed_sequence)
-    from dpkit.dpst import DPST, load_public_corpus
-    from dpkit.dpst.privatize import PrivateDocument
-    from dpkit.dpst.reconstruct import clean_output, reconstruction_messages
-    from dpkit.methods.labels import label_contract, randomized_response
-    from dpkit.methods.budget import budget_ledger, ledger_guarantee
-    from dpkit.privacy import PrivacyContract
-
     records = records.capped(config.max_chars)
     eps_text, eps_label = config.budgets(records.labelled)
-    ledger = budget_ledger(run, *config.budget())  # every charge below is checked against the budget
+    ledger = release_ledger(run, config)  # every charge below is checked against the budget
+    declared = charges(config, len(records.label_set) if records.labelled else 0, len(records))
     corpus = load_public_corpus(k=config.k, n_articles=config.n_articles)
     mechanism = DPST(corpus, eps_text, "document", slots=config.slots, max_triples=config.max_triples,
                      neighbourhood_share=config.neighbourhood_share, scorer=config.tie_scorer,
                      max_chars=config.max_chars)
 
     def private_part():  # each charge is on the ledger (and on disk, in a run) before the reads it pays for
-        charge = ledger.spend_parallel(mechanism.contract, "dpst: document-level triples", groups=len(records))
+        charge = ledger.charge(declared[0])  # privatize_prepared checks it is this mechanism's contract
         prepared = mechanism.prepare(list(records.texts))
         offsets = np.concatenate([[0], np.cumsum([len(t) for t in prepared.triples])])
         triples = [mechanism.privatize_prepared(_split(prepared, i, offsets), generator(seed_sequence, 0, i),
@@ -158,8 +160,7 @@ def synthesize(records: Records, config: Config, run, backend, seed_sequence: np
         labels = None
         if records.labelled:
             k = len(records.label_set)
-            ledger.spend_parallel(label_contract(k, eps_label, mechanism.contract.unit),
-                                  "dpst: label by randomized response", groups=len(records))
+            ledger.charge(declared[1])
             labels = [randomized_response(y, k, eps_label, generator(seed_sequence, 1, i))
                       for i, y in enumerate(records.labels)]
         return {"triples": triples, "labels": labels, "contract": mechanism.contract.to_dict()}

@@ -25,17 +25,30 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from dpkit.data import english_vocabulary, medical_vocabulary
+from dpkit.kps.pipeline import KPSConfig, fit_kps, kps_charges
+from dpkit.kps.prompts import kps_prompt, synthetic_example
+from dpkit.kps.vocabulary import PhraseMatcher
 from dpkit.methods.base import (PrivacyStatement, Records, Release, check_inputs, checkpoint, config_dict,
                                 generate_keyed)
-from dpkit.kps.pipeline import KPSConfig
+from dpkit.methods.budget import ledger_guarantee, release_ledger
+from dpkit.models.embed import load_embedder
+from dpkit.privacy.marks import Public
 from dpkit.seeds import generator, int_seed
 from dpkit.validate import ParameterError, check_choice, check_in_range, check_int, check_positive
 
 NAME = "kps"
 VOCABULARIES = ("english", "medical")
+BACKENDS = ("local", "openai", "anthropic")  # the model sees only privatized keyphrases and public text
+EXECUTORS = ()  # nothing private is decoded in batches
+TAKES_DELTA = False
+SMOKE_ROWS = 200  # the smoke preset's keep-fraction numerator once --rows M is declared
+SMOKE_MAX_ROWS = 2000  # --smoke keeps at most this many rows (more is refused)
+SIZE_RULE = "n_per_class texts per label"
 STATEMENT = PrivacyStatement(
-    neighbouring="add/remove one record",
-    unit="record (one text with its label)",
+    neighbouring="add/remove",
+    unit="document",
+    unit_meaning="one record (a text with its label)",
     measure="pure epsilon-DP (delta = 0)",
     sensitivity="vocabulary histogram: each record adds at most S distinct terms (count sensitivity 1 per "
                 "term, S in total); DP-KDE sketch: a record's weight sums to 1 and each of the I random Fourier "
@@ -93,39 +106,25 @@ class Config(KPSConfig):
         """The ledger's budget: pure ``epsilon`` (delta 0)."""
         return float(self.epsilon), 0.0
 
-    def kps_config(self) -> "Config":
-        """The algorithm's configuration: this object (kept for callers of the former copy)."""
-        return self
-
     @classmethod
     def smoke(cls, epsilon: float, **changes) -> "Config":
         """Tiny sizes: seconds on a CPU."""
         return replace(cls(epsilon=epsilon, n_per_class=2, N=60, L=4, n_features=128, max_new_tokens=8), **changes)
 
 
-def planned_ledger(config: Config, n_labels: int):
-    """The ledger's spend, planned from the public configuration alone (``dpkit synth kps --plan``):
-    the vocabulary histogram (sequential) and the class DP-KDEs (parallel over the ``n_labels`` classes).
-    Raises BudgetExceededError when the plan does not fit the budget."""
-    from dpkit.kps.kde import dpkde_sensitivity
-    from dpkit.privacy import PrivacyContract, PrivacyLedger
-
-    ledger = PrivacyLedger(budget_epsilon=config.budget()[0], delta=0)
-    ledger.spend(PrivacyContract(f"vocabulary histogram (Laplace, first S={config.S} terms per document)",
-                                 "add/remove", "document", "pure", float(config.S), epsilon=config.eps_voc,
-                                 sensitivity_norm="L1"), "kps: private vocabulary")
-    kde = (f"DP-KDE (random Fourier features, I={config.n_features})" if config.method == "independent"
-           else f"DP-KDE ensemble ({config.L} members, I={config.n_features} each)")
-    ledger.spend_parallel(PrivacyContract(kde, "add/remove", "document", "pure",
-                                          dpkde_sensitivity(config.n_features, 1.0), epsilon=config.eps_kde,
-                                          sensitivity_norm="L1"), "kps: DP-KDE of each class", groups=max(1, n_labels))
-    return ledger
+def charges(config: Config, n_labels: int, n_records: int | None = None) -> tuple:
+    """The release's privacy charges, declared once (:func:`dpkit.kps.pipeline.kps_charges`, which
+    :func:`~dpkit.kps.pipeline.fit_kps` charges): the vocabulary histogram, then each DP-KDE parallel over
+    the classes (``n_labels``; 0 = unlabelled input, one class). ``n_records`` does not change them."""
+    return kps_charges(config, len(_public_vocabulary(config.vocabulary)), max(1, n_labels))
 
 
-def _public_vocabulary(name: str):
-    from dpkit.data import english_vocabulary, medical_vocabulary
-    from dpkit.kps.vocabulary import PhraseMatcher
+def release_size(config: Config, n_labels: int, n_records: int | None = None) -> int:
+    """The number of texts in the release: ``n_per_class`` per label (public)."""
+    return config.n_per_class * max(1, n_labels)
 
+
+def _public_vocabulary(name: str) -> PhraseMatcher:
     words = english_vocabulary(10_000, remove_stop_words=True) if name == "english" else medical_vocabulary()
     return PhraseMatcher(words)
 
@@ -137,9 +136,6 @@ def _generate(sequences, config: Config, run, backend, seed_sequence) -> dict[st
     ``few_shot`` is 0), from their keyphrases alone. Round 2: the rest, each with
     its label's round-1 texts as examples (see the module docstring).
     """
-    from dpkit.kps.prompts import kps_prompt, synthetic_example
-    from dpkit.privacy.marks import Public
-
     document_type = Public(config.document_type)  # public configuration
     keys = {(c, i): f"text-{c}-{i}" for c, seqs in enumerate(sequences) for i in range(len(seqs))}
     first = {k for k in keys if config.few_shot == 0 or k[1] < config.few_shot}
@@ -162,18 +158,14 @@ def _generate(sequences, config: Config, run, backend, seed_sequence) -> dict[st
 def synthesize(records: Records, config: Config, run, backend, seed_sequence: np.random.SeedSequence) -> Release:
     """A DP-KPS release of ``records``: ``n_per_class`` texts per label, epsilon-DP (pure)."""
     check_inputs(records, config, Config, seed_sequence)
-    from dpkit.kps.pipeline import fit_kps
-    from dpkit.models.embed import load_embedder
-    from dpkit.methods.budget import budget_ledger, ledger_guarantee
-
     records = records.capped(config.max_chars)
     label_set = records.label_set if records.labelled else ("all",)
     labels = np.asarray(records.labels if records.labelled else [0] * len(records), dtype=np.int64)
-    ledger = budget_ledger(run, *config.budget())  # every charge below is checked against the budget
+    ledger = release_ledger(run, config)  # fit_kps charges kps_charges(...) on it, each checked against the budget
 
     def private_part():
         model = fit_kps(records.texts, labels, label_set, _public_vocabulary(config.vocabulary), load_embedder(),
-                        config.kps_config(), generator(seed_sequence, 0), ledger)
+                        config, generator(seed_sequence, 0), ledger)
         sequences = [model.sequences(c, config.n_per_class, generator(seed_sequence, 1, c))
                      for c in range(len(label_set))]
         return {"sequences": sequences, "contract": model.contracts["kde"][0].to_dict()}
@@ -190,4 +182,4 @@ def synthesize(records: Records, config: Config, run, backend, seed_sequence: np
         out.append(record)
     epsilon, delta = ledger_guarantee(ledger)
     return Release(NAME, tuple(out), epsilon, delta, STATEMENT, config_dict(config), ledger=ledger,
-                   public_rules=config.kps_config().public_rules())
+                   public_rules=config.public_rules())

@@ -6,8 +6,10 @@ DECLARES, and returns the planned ledger (each mechanism's charge, checked
 against the budget: an overspend raises
 :class:`~dpkit.privacy.ledger.BudgetExceededError` here, before any run
 folder exists), the composed guarantee and the number of texts the release
-will hold. It reads no data. ``dpkit synth`` runs it before every run, and
-``dpkit audit release`` through :func:`dpkit.methods.cli.plan`.
+will hold. The planned ledger is the method's declared charges
+(``method.charges``), the list its run charges too. It reads no data.
+``dpkit synth`` runs it before every run, and ``dpkit audit release`` through
+:func:`dpkit.methods.request.plan`.
 """
 
 from __future__ import annotations
@@ -16,7 +18,11 @@ import json
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from dpkit.data.selection import RowRule
+from dpkit.methods import METHODS
 from dpkit.methods.base import config_dict
+from dpkit.methods.budget import ledger_guarantee, open_ledger
+from dpkit.privacy.ledger import PrivacyLedger
 
 
 @dataclass(frozen=True)
@@ -52,6 +58,16 @@ class ReleasePlan:
         ])
 
 
+def planned_ledger(method, config, n_labels: int, n_records: int | None = None) -> PrivacyLedger:
+    """The ledger a release of ``method`` will hold: its declared charges (``method.charges``) on a ledger
+    opened with the configuration's budget -- the same list, in the same order, the run charges.
+    Raises BudgetExceededError when they do not fit the budget."""
+    ledger = open_ledger(config)
+    for charge in method.charges(config, n_labels, n_records):
+        ledger.charge(charge)
+    return ledger
+
+
 def release_plan(method_name: str, config, *, labels: Sequence[str] | None, labelled: bool,
                  rule=None, declared_rows: int | None = None) -> ReleasePlan:
     """The plan of a release of ``method_name`` with ``config`` (see the module docstring).
@@ -59,28 +75,19 @@ def release_plan(method_name: str, config, *, labels: Sequence[str] | None, labe
     ``labels``: the public label set (None when unknown or unlabelled);
     ``labelled``: whether the input has a label column; ``rule``: the public
     :class:`~dpkit.data.selection.RowRule`; ``declared_rows``: the row count
-    the user declared (only DP-ST's number of texts depends on it).
+    the user declared (the number of records a replace-one release reads).
     """
-    from dpkit.data.selection import RowRule
-    from dpkit.methods import METHODS
-    from dpkit.methods.budget import ledger_guarantee
-
     method = METHODS[method_name]
     rule = RowRule() if rule is None else rule
     declared_rows = declared_rows if declared_rows is not None else rule.declared_rows
-    n_labels = len(labels) if labels is not None else (0 if not labelled else None)
-    if method_name == "dpst":
-        if rule.kind == "prefix":
-            rows = min(rule.limit, declared_rows) if declared_rows is not None else None
-        else:
-            rows = declared_rows
-        ledger = method.planned_ledger(config, n_labels or (1 if labelled else 0), rows)
-        return ReleasePlan(method_name, config, ledger, *ledger_guarantee(ledger), rows,
-                           "one output per input row read", rule.to_dict())
-    ledger = method.planned_ledger(config, n_labels or 1)
-    per_label = config.n_per_class if method_name == "kps" else config.n_batches
-    groups = 1 if not labelled else n_labels
-    n_texts = None if groups is None else per_label * groups
-    what = "n_per_class texts per label" if method_name == "kps" else "one text per batch, n_batches per label"
-    return ReleasePlan(method_name, config, ledger, *ledger_guarantee(ledger), n_texts,
-                       f"{per_label} x the number of labels: {what}" if labelled else what, rule.to_dict())
+    n_labels = len(labels) if labels is not None else (1 if labelled else 0)
+    rows = None
+    if not method.STATEMENT.per_record:  # replace-one: the release has one output per row read
+        rows = declared_rows if rule.kind != "prefix" or declared_rows is None else min(rule.limit, declared_rows)
+    ledger = planned_ledger(method, config, n_labels, rows)
+    n_texts = method.release_size(config, n_labels, rows)
+    texts_rule = method.SIZE_RULE
+    if labelled and method.STATEMENT.per_record:
+        texts_rule = f"{n_texts // max(1, n_labels)} x the number of labels: {texts_rule}"
+    return ReleasePlan(method_name, config, ledger, *ledger_guarantee(ledger), n_texts, texts_rule,
+                       rule.to_dict())

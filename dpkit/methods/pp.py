@@ -20,19 +20,29 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpkit.methods.base import PrivacyStatement, Records, Release, check_inputs, config_dict
-from dpkit.privpred import pipeline as _pipeline
-from dpkit.privpred.pipeline import PrivatePredictionConfig
+from dpkit.methods.budget import ledger_guarantee, release_ledger
+from dpkit.privpred.executors import check_executor
+from dpkit.privpred.pipeline import (MEMORY_FIELDS, PrivatePredictionConfig, generate_synthetic, pp_charge,
+                                     resolve_local_lm)
+from dpkit.privpred.prompts import PromptTemplate, get_template
 from dpkit.validate import ParameterError, check_int
 
 NAME = "pp"
 #: configuration fields that bound memory and never change a release: a run may resume with other values
-OUTPUT_NEUTRAL = tuple(getattr(_pipeline, "MEMORY_FIELDS", ()))
+OUTPUT_NEUTRAL = MEMORY_FIELDS
+BACKENDS = ("local",)  # private prompts are decoded on the local model only
+BACKEND_RULE = ("private prediction decodes the PRIVATE prompts and needs full next-token logits, so it runs on "
+                "the local model only (use --backend local); API backends never receive private text")
+EXECUTORS = ("local", "ray")  # who decodes the batches (dpkit.privpred.executors)
+TAKES_DELTA = True
 SMOKE_ROWS = 48  # a batch decodes all its prompts at every step: the smoke preset reads at most this many rows
 SMOKE_MAX_ROWS = 200  # --smoke keeps at most this many rows (more is refused): each batch decodes all its rows
+SIZE_RULE = "one text per batch, n_batches per label"
 EMPTY_TEXT = "(empty)"
 STATEMENT = PrivacyStatement(
-    neighbouring="add/remove one record",
-    unit="record (one private prompt: a text with its label)",
+    neighbouring="add/remove",
+    unit="prompt",
+    unit_meaning="one private record (a text with its label), which becomes one prompt of one batch",
     measure="zCDP at the private-token cap r, reported as (epsilon, delta) (Theorem 1 of Amin et al.)",
     sensitivity="clipped logits averaged over the expected batch size s: c/s per token; the batches are "
                 "disjoint (a record's batch is a hash of the record alone), so they compose in parallel",
@@ -41,10 +51,8 @@ STATEMENT = PrivacyStatement(
 )
 
 
-def generic_template(labelled: bool):
+def generic_template(labelled: bool) -> PromptTemplate:
     """The prompt for a user's own texts: names the label (labelled input) or nothing else."""
-    from dpkit.privpred.prompts import PromptTemplate
-
     return {
         True: PromptTemplate(
             name="labelled-text",
@@ -80,18 +88,12 @@ class Config(PrivatePredictionConfig):
         check_int("n_batches", self.n_batches, minimum=1)
         check_int("max_chars", self.max_chars, minimum=1)
         if self.template != "auto":
-            from dpkit.privpred.prompts import get_template
-
             get_template(self.template)
         super().__post_init__()  # the decoding parameters, and that epsilon affords one private token
 
     def budget(self) -> tuple[float, float]:
         """The ledger's budget: ``epsilon`` at ``delta`` (zCDP, tight conversion)."""
         return float(self.epsilon), float(self.delta)
-
-    def pp_config(self) -> "Config":
-        """The decoding configuration: this object (kept for callers of the former copy)."""
-        return self
 
     @classmethod
     def smoke(cls, epsilon: float, **changes) -> "Config":
@@ -103,9 +105,19 @@ class Config(PrivatePredictionConfig):
 def template_for(config: Config, labelled: bool):
     if config.template == "auto":
         return generic_template(labelled)
-    from dpkit.privpred.prompts import get_template
-
     return get_template(config.template)
+
+
+def charges(config: Config, n_labels: int, n_records: int | None = None) -> tuple:
+    """The release's privacy charges, declared once (:func:`dpkit.privpred.pipeline.pp_charge`): Theorem 1's
+    contract at the cap r, parallel over the ``n_batches`` x ``n_labels`` public batches (``n_labels`` 0:
+    unlabelled input, one group). ``n_records`` does not change them."""
+    return (pp_charge(config, config.n_batches, n_labels or None),)
+
+
+def release_size(config: Config, n_labels: int, n_records: int | None = None) -> int:
+    """The number of texts in the release: one per batch, ``n_batches`` per label (public)."""
+    return config.n_batches * max(1, n_labels)
 
 
 def synthesize(records: Records, config: Config, run, backend, seed_sequence: np.random.SeedSequence, *,
@@ -119,18 +131,13 @@ def synthesize(records: Records, config: Config, run, backend, seed_sequence: np
     and a run may be resumed with another executor.
     """
     check_inputs(records, config, Config, seed_sequence)
-    from dpkit.methods.budget import budget_ledger, ledger_guarantee
-    from dpkit.privpred import generate_synthetic, resolve_local_lm
-    from dpkit.privpred.executors import check_executor
-
     executor = check_executor(executor)
 
     lm = resolve_local_lm(backend)  # RemoteBackendError (a ParameterError) for API backends
     records = records.capped(config.max_chars)
     texts = [t if t.strip() else EMPTY_TEXT for t in records.texts]
-    ledger = budget_ledger(run, *config.budget())  # the charge at the cap r is checked against the budget
-    pcfg = config.pp_config()
-    result = generate_synthetic(texts, template_for(config, records.labelled), pcfg,
+    ledger = release_ledger(run, config)  # the charge at the cap r (pp_charge) is checked against its budget
+    result = generate_synthetic(texts, template_for(config, records.labelled), config,
                                 labels=records.labels, label_names=records.label_set, n_batches=config.n_batches,
                                 model=lm, seed=seed_sequence, run=run, ledger=ledger, executor=executor)
     out = []
@@ -139,11 +146,10 @@ def synthesize(records: Records, config: Config, run, backend, seed_sequence: np
         if records.labelled:
             record["label"] = records.label_set[int(example.label)]
         out.append(record)
-    guarantee = pcfg.guarantee()
     epsilon, delta = ledger_guarantee(ledger)
     return Release(NAME, tuple(out), epsilon, delta, STATEMENT,
                    config_dict(config), ledger=ledger,
-                   notes=(f"private-token cap r = {guarantee['max_private_tokens']} per batch; "
+                   notes=(f"private-token cap r = {config.max_private_tokens()} per batch; "
                           f"rho = {ledger.rho:.6g}",),
                    public_rules=public_rules(config))
 
@@ -152,7 +158,7 @@ def public_rules(config: Config) -> dict[str, str]:
     """The data-independent rules that decide what happens to unusual private records."""
     return {
         "long_record": f"each text is cut at {config.max_chars} characters, then at "
-                       f"{config.pp_config().max_record_tokens} tokens of the local model's tokenizer",
+                       f"{config.max_record_tokens} tokens of the local model's tokenizer",
         "empty_record": f"an empty text becomes the placeholder {EMPTY_TEXT!r}",
         "batch_layout": f"{config.n_batches} batches per label of the public label set, each record's batch a "
                         "hash of the record alone; every batch is decoded, empty ones included (the same "
@@ -160,21 +166,7 @@ def public_rules(config: Config) -> dict[str, str]:
     }
 
 
-def planned_ledger(config: Config, n_labels: int):
-    """The ledger's spend, planned from the public configuration alone (``dpkit synth pp --plan``): Theorem 1's
-    contract at the cap r, once per batch, parallel over the ``n_batches`` x ``n_labels`` public batches (the same
-    charge the run makes). Raises BudgetExceededError when the plan does not fit the budget."""
-    from dpkit.privacy import PrivacyLedger
-
-    ledger = PrivacyLedger(budget_epsilon=config.epsilon, delta=config.delta)
-    ledger.spend_parallel(config.contract(), f"private prediction, r={config.max_private_tokens()} per batch",
-                          config.n_batches * max(1, n_labels))
-    return ledger
-
-
 def check_backend(name: str | None) -> None:
     """Private prediction decodes private prompts: only the local backend is allowed."""
-    if name not in (None, "local"):
-        raise ParameterError("--backend", name, "private prediction decodes the PRIVATE prompts and needs full "
-                             "next-token logits, so it runs on the local model only (use --backend local); "
-                             "API backends never receive private text")
+    if (name or "local") not in BACKENDS:
+        raise ParameterError("--backend", name, BACKEND_RULE)

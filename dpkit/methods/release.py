@@ -21,6 +21,7 @@ import json
 import os
 from pathlib import Path
 
+from dpkit.data.selection import RowRule
 from dpkit.io import atomic_folder
 from dpkit.methods.base import Release
 from dpkit.methods.budget import composition_lines
@@ -41,26 +42,37 @@ def _mode_line(reproducible: bool) -> str:
 
 
 def _rows_line(public: dict) -> str:
-    from dpkit.data.selection import RowRule
-
     return RowRule.from_dict(public.get("rows") or {}).describe()
 
 
-def privacy_report(release: Release, public: dict) -> str:
-    """The markdown report (public facts only)."""
+def _charged(release: Release) -> tuple[str, str, str]:
+    """Neighbouring relation, unit and sensitivities as the ledger's entries carry them (the method's declared
+    charges); the statement's values when there is no ledger."""
     s = release.statement
+    entries = (release.ledger.to_dict().get("entries") or []) if release.ledger is not None else []
+    if not entries:
+        return s.neighbouring, s.unit, s.sensitivity
+    sensitivities = "; ".join(f"{e['label']}: {e['contract']['sensitivity']:.6g} "
+                              f"({e['contract']['sensitivity_norm']})" for e in entries)
+    return entries[0]["neighbouring"], entries[0]["unit"], f"{sensitivities}. Why: {s.sensitivity}"
+
+
+def privacy_report(release: Release, public: dict) -> str:
+    """The markdown report (public facts only). The relation, unit and sensitivities are the ledger's."""
+    s = release.statement
+    neighbouring, unit, sensitivity = _charged(release)
     delta = "0 (pure DP)" if release.delta == 0 else f"{release.delta:g}"
     lines = [
         _mode_line(bool(release.reproducible)), "",
         f"# Privacy report: {METHOD_TITLES.get(release.method, release.method)}", "",
         "| | |", "|---|---|",
         f"| method | `{release.method}` |",
-        f"| neighbouring relation | {s.neighbouring} |",
-        f"| unit of privacy | {s.unit} |",
+        f"| neighbouring relation | {neighbouring} (one {unit}) |",
+        f"| unit of privacy | {unit}: {s.unit_meaning} |",
         f"| privacy measure | {s.measure} |",
         f"| epsilon | {release.epsilon:g} |",
         f"| delta | {delta} |",
-        f"| sensitivity | {s.sensitivity} |",
+        f"| sensitivity | {sensitivity} |",
         f"| randomness | {'reproducible (seeded): not a DP release' if release.reproducible else 'release (fresh OS entropy)'} |",
         "",
         "The guarantee is the one at the configured budget (caps), not a number computed from what the run used.",

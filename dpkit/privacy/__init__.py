@@ -19,7 +19,7 @@ from dpkit.privacy.float_leak import unreachable_fraction
 from dpkit.privacy.gaussian import (Gaussian, TextbookGaussian, analytic_sigma, classical_sigma, gaussian_delta,
                                     gaussian_rho)
 from dpkit.privacy.laplace import Laplace, TextbookLaplace
-from dpkit.privacy.ledger import BudgetExceededError, PrivacyLedger
+from dpkit.privacy.ledger import BudgetExceededError, Charge, PrivacyLedger
 from dpkit.privacy.private_prediction import (max_private_tokens, per_token_rho, private_prediction_contract,
                                               private_prediction_guarantee, private_prediction_rho,
                                               private_token_contract, svt_contract, token_grid)
@@ -28,7 +28,7 @@ from dpkit.privacy.zcdp import (bounded_range_to_zcdp, epsilon_to_zcdp, pure_to_
                                 zcdp_to_epsilon, zcdp_to_epsilon_bun_steinke)
 
 __all__ = [
-    "AboveThreshold", "BudgetExceededError", "Exponential", "Gaussian", "Laplace", "MEASURES",
+    "AboveThreshold", "BudgetExceededError", "Charge", "Exponential", "Gaussian", "Laplace", "MEASURES",
     "NEIGHBOURING_RELATIONS", "NoisyTopK", "PrivacyContract", "PrivacyLedger", "SparseVectorSession",
     "TextbookGaussian", "TextbookLaplace", "analytic_sigma", "bernoulli_exp", "bounded_range_to_zcdp",
     "classical_sigma", "default_grid", "discrete_gaussian", "discrete_laplace", "epsilon_to_zcdp",

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -30,6 +31,23 @@ _TOLERANCE = 1e-12  # relative slack for floating-point sums when checking a bud
 
 class BudgetExceededError(RuntimeError):
     """A spend would take the ledger over its configured budget (nothing was recorded)."""
+
+
+@dataclass(frozen=True)
+class Charge:
+    """One charge a mechanism declares before it runs: what is run (``label``), its contract
+    (mechanism, neighbouring relation, unit, sensitivity, spend) and how it composes.
+
+    ``groups`` None: ``count`` sequential runs; an int: one run on each of ``groups``
+    disjoint batches (parallel composition). A method declares its charges once, from
+    public parameters; the plan (``--plan``) and the run both hand the same list to
+    :meth:`PrivacyLedger.charge`, so the two ledgers cannot differ.
+    """
+
+    label: str
+    contract: PrivacyContract
+    groups: int | None = None
+    count: int = 1
 
 
 class PrivacyLedger:
@@ -139,6 +157,14 @@ class PrivacyLedger:
         return approx_eps + (zcdp_to_epsilon(rho, remaining) if rho > 0 else 0.0)
 
     # -- spending ----------------------------------------------------------
+    def charge(self, charge: Charge) -> dict[str, Any]:
+        """Record a declared :class:`Charge`; returns the entry (raises BudgetExceededError first)."""
+        if not isinstance(charge, Charge):
+            raise ParameterError("charge", charge, "must be a dpkit.privacy.ledger.Charge")
+        if charge.groups is None:
+            return self.spend(charge.contract, charge.label, charge.count)
+        return self.spend_parallel(charge.contract, charge.label, charge.groups)
+
     def spend(self, contract: PrivacyContract, label: str, count: int = 1) -> dict[str, Any]:
         """Record ``count`` sequential runs of the mechanism with ``contract``; returns the entry."""
         count = check_int("count", count, minimum=0)

@@ -63,7 +63,7 @@ from typing import Sequence
 
 import numpy as np
 
-from dpkit.privacy import (PrivacyLedger, max_private_tokens, private_prediction_contract,
+from dpkit.privacy import (Charge, PrivacyLedger, max_private_tokens, private_prediction_contract,
                            private_prediction_guarantee, zcdp_to_epsilon)
 from dpkit.privacy.invisibleink import (DEFAULT_VARIANT, check_variant, invisibleink_contract,
                                         invisibleink_guarantee, invisibleink_max_private_tokens)
@@ -202,6 +202,15 @@ class PrivatePredictionConfig:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+def pp_charge(config: PrivatePredictionConfig, n_batches: int, n_labels: int | None) -> Charge:
+    """Private prediction's one charge, declared from public parameters: Theorem 1's contract at the
+    cap ``r``, once per batch, parallel over the ``n_batches`` x labels public batches (disjoint: a
+    record's batch is a hash of the record alone). :func:`generate_synthetic` charges it before it
+    reads a record; ``dpkit synth pp --plan`` charges the same."""
+    return Charge(f"private prediction, r={config.max_private_tokens()} per batch", config.contract(),
+                  groups=n_batches * (n_labels or 1))
 
 
 #: public bounds on memory that never change a release: a run may be resumed with other values
@@ -363,9 +372,9 @@ def generate_synthetic(records: Sequence[str], template: PromptTemplate, config:
         public_prompts = {label: template.render(lm, template.public_message(name_of(label)))
                           for label in ([None] if n_labels is None else range(n_labels))}
         _check_fits(lm, template, config, public_prompts.values())
-    if ledger is None:
+    if ledger is None:  # a library call outside a release: the configuration's budget, on a ledger of its own
         ledger = PrivacyLedger(budget_epsilon=config.epsilon, delta=config.delta)
-    ledger.spend_parallel(contract, f"private prediction, r={r} per batch", n_batches * (n_labels or 1))
+    ledger.charge(pp_charge(config, n_batches, n_labels))
     # spend before read: the partition hashes the records, so it comes after the charge
     batches = assign_batches(records, n_batches, labels, key=config.hash_key, n_labels=n_labels)
     if max_batches is not None:

@@ -1,0 +1,59 @@
+"""Each method declares its privacy charges once: ``--plan`` and a run charge the same ledger.
+
+For every method, the ledger ``dpkit synth METHOD --plan`` prints (from public
+facts alone) must equal, entry by entry, the ledger the run writes to its
+manifest: the same names, mechanisms, neighbouring relation, unit, sensitivity,
+spend (epsilon, rho) and composition. The runs use the bundled local models for
+what reads private data (private prediction's decoding, DP-KPS's embedder, DP-ST's
+parser); DP-KPS and DP-ST write their texts with a fake generator (post-processing).
+"""
+
+import json
+
+import pytest
+
+import dpkit.backends
+from dpkit.cli import build_parser, main
+from dpkit.methods import METHODS
+from dpkit.methods.request import plan_release
+
+SAMPLE = "data/own_data_sample.csv"
+LABELS = "billing,delivery,product"
+ROWS = "60"  # the sample's row count, declared (public)
+
+
+class FakeBackend:
+    name, remote, model = "fake", False, "fake"
+
+    def generate_batch(self, prompts, **generation):
+        return [f"synthetic text {len(str(p))}" for p in prompts]
+
+    def describe(self):
+        return {"name": "fake", "model": "fake"}
+
+
+def flags(method, *extra):
+    return ["synth", method, "--label-column", "label", "--labels", LABELS, "--epsilon", "4", "--smoke",
+            "--rows", ROWS, "--seed", "3", *extra]
+
+
+def comparable(entries):
+    return [{key: entry[key] for key in ("label", "mechanism", "neighbouring", "unit", "measure", "composition",
+                                         "count", "groups", "rho", "contract")} for entry in entries]
+
+
+@pytest.mark.parametrize("method", ["kps", "pp", "dpst"])
+def test_the_plan_and_the_run_charge_the_same_ledger(tmp_path, method, monkeypatch):
+    if method != "pp":  # private prediction decodes its private prompts on the local model itself
+        monkeypatch.setattr(dpkit.backends, "get_backend", lambda *a, **k: FakeBackend())
+    planned = plan_release(build_parser().parse_args(flags(method))).ledger.to_dict()["entries"]
+    out = tmp_path / "run"
+    assert main(flags(method, "--input", SAMPLE, "--text-column", "text", "--out", str(out))) == 0
+    ran = json.loads((out / "private" / "manifest.json").read_text())["ledger"]["entries"]
+    assert planned and comparable(planned) == comparable(ran)
+    statement = METHODS[method].STATEMENT  # the report's relation and unit are the charges' own
+    assert {(e["neighbouring"], e["unit"]) for e in ran} == {(statement.neighbouring, statement.unit)}
+    report = (out / "release" / "privacy_report.md").read_text()
+    assert f"| neighbouring relation | {statement.neighbouring} (one {statement.unit}) |" in report
+    for entry in ran:  # every charge's sensitivity is a row of the report, as charged
+        assert f"{entry['label']}: {entry['contract']['sensitivity']:.6g}" in report
