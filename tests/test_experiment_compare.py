@@ -90,16 +90,25 @@ def test_a_crashed_sweep_resumes_without_redoing_finished_cells(tmp_path):
     assert third.calls == []
 
 
-def test_a_cell_whose_json_does_not_verify_is_run_again(tmp_path):
+def test_a_cell_whose_json_does_not_verify_is_refused_and_run_again_only_when_asked(tmp_path):
+    from dpkit.validate import ParameterError
+
     Sweep(TINY, tmp_path, FakeCells(), progress=lambda line: None).run()
     edited = cell_path(tmp_path, "toy", "kps", 1.0, 0)
     body = json.loads(edited.read_text())
     body["metrics"]["balanced_accuracy"]["estimate"] = 0.99  # changed by hand: the digest no longer matches
     edited.write_text(json.dumps(body))
     cell_path(tmp_path, "toy", "pp", 1.0, 1).write_text("{ truncated")
-    again = FakeCells()
-    Sweep(TINY, tmp_path, again, progress=lambda line: None).run()
+    refused = FakeCells()
+    with pytest.raises(ParameterError, match="recompute-failed"):
+        Sweep(TINY, tmp_path, refused, progress=lambda line: None).run()
+    assert refused.calls == [] and json.loads(edited.read_text())["metrics"]["balanced_accuracy"]["estimate"] == 0.99
+    again, lines = FakeCells(), []
+    Sweep(TINY, tmp_path, again, progress=lines.append, recompute_failed=True).run()
     assert sorted(again.calls) == sorted([("toy", "kps", 1.0, 0), ("toy", "pp", 1.0, 1)])
+    named = [line for line in lines if "did not verify" in line]
+    assert len(named) == 2 and {line.split(" ")[0] for line in named} == \
+        {edited.name, cell_path(tmp_path, "toy", "pp", 1.0, 1).name}
 
 
 def test_a_second_writer_of_the_same_folder_is_refused(tmp_path, monkeypatch, capsys):

@@ -45,8 +45,9 @@ def folder(tmp_path, monkeypatch):
 def _rewrite(path, change, *, fix_digest):
     body = json.loads(path.read_text())
     change(body)
-    if fix_digest:
+    if fix_digest:  # as the writer would: digest and seal (under this user's results key) recomputed
         body["digest"] = results._digest(body)
+        body["seal"] = results.seal(body, results.results_key())
     path.write_text(json.dumps(body))
 
 
@@ -94,7 +95,8 @@ def test_the_slice_reproduces_the_stored_rows(folder, tmp_path):
 
 
 def test_the_slice_check_fails_when_a_stored_row_does_not_reproduce(folder, tmp_path):
-    # a row altered consistently (digest recomputed): the loader cannot tell, the re-run can
+    # a row altered consistently (digest and seal recomputed by the key's holder): the loader cannot tell,
+    # the re-run can
     path = cell_path(folder, "toy", "dpst", 1.0, 1)
     _rewrite(path, lambda b: b["metrics"]["balanced_accuracy"].update(estimate=0.75, low=0.70, high=0.80),
              fix_digest=True)

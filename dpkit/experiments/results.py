@@ -10,13 +10,25 @@ real training texts of the same size and records the majority class.
 
 Every JSON carries its provenance: git commit, machine (platform, CPU count),
 runtime (the local model's runtime, torch and llama.cpp versions), model, the
-preset's sizes, the release's wall time, dpkit's version, and a SHA-256 digest
-of its own content.
+preset's sizes, the release's wall time, dpkit's version, a SHA-256 digest
+of its own content, and a ``seal``: HMAC-SHA-256 of that content under the
+writing user's results key (:func:`results_key`, in the dpkit cache, never in
+the folder) with the key's public id.
+
+What that checks, exactly: anyone can check the digest (accidental damage);
+only the user who wrote a cell can check its seal, which an edit that
+recomputes the digest breaks. The committed ``results/compare`` cells were
+sealed on the machine that made them (or not sealed: written before seals), so
+for everyone else they are checked for accidental corruption only; their
+authenticity is the repository's history, not dpkit's.
 
 Resume: the command takes a lock on ``<out>`` (one writer; a second one is
 refused, exit 2) and skips every cell whose JSON exists and verifies (parses,
-names the same cell, preset and sizes, digest intact). A crash loses at most the
-cell in progress; rerunning the same command continues.
+names the same cell, preset and sizes, digest and seal intact). A stored cell
+that fails its digest or seal is refused (exit 2, naming the file) and made
+again only with ``--recompute-failed``, which names each such cell; a cell
+written at other sizes or with another model is made again. A crash loses at
+most the cell in progress; rerunning the same command continues.
 
 Nothing written here is a differentially private release: each cell is a seeded
 teaching run (its mechanisms calibrated to its epsilon, its seed fixed and stored)
@@ -36,6 +48,8 @@ runs one data set of a preset at a time: the ``full`` preset at 5 seeds does not
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import math
 import os
@@ -48,6 +62,9 @@ from typing import Callable, Iterator, Sequence
 
 from dpkit.experiments.cells import TEACHING_RUN, package_version
 from dpkit.experiments.compare import METHOD_NAMES, VARIANT_ROWS, Sizes
+from dpkit.io import atomic_write_bytes
+from dpkit.runs.codec import digest, keyed_digest
+from dpkit.runtime import cache_dir
 from dpkit.validate import ParameterError
 
 REAL = "real"  # the real-data reference cell: real training texts of the same size (epsilon inf)
@@ -176,24 +193,85 @@ def _eps(epsilon: float) -> str:
 
 
 def _digest(body: dict) -> str:
-    from dpkit.runs.codec import digest
+    return digest({k: v for k, v in body.items() if k not in ("digest", "seal")})
 
-    return digest({k: v for k, v in body.items() if k != "digest"})
+
+KEY_NAME = "results.key"  # in the user's dpkit cache (dpkit.runtime.cache_dir()), never in a results folder
+
+
+def results_key(*, create: bool = False) -> bytes | None:
+    """This user's key for sealing stored cells (32 random bytes, mode 0600), or None when there is none yet.
+
+    It lives in the dpkit cache, outside every results folder: a folder (and a
+    commit of it) carries seals but never the key that makes them.
+    """
+    path = cache_dir() / KEY_NAME
+    if path.is_file():
+        return path.read_bytes()
+    if not create:
+        return None
+    atomic_write_bytes(path, os.urandom(32))
+    os.chmod(path, 0o600)
+    return path.read_bytes()
+
+
+def key_id(key: bytes) -> str:
+    """A public name of a key (the first 16 hex digits of its SHA-256), stored beside each seal."""
+    return hashlib.sha256(key).hexdigest()[:16]
+
+
+def seal(body: dict, key: bytes) -> dict:
+    """``{"key_id", "hmac"}``: HMAC-SHA-256 under ``key`` of the cell's canonical JSON (without digest and seal)."""
+    return {"key_id": key_id(key), "hmac": keyed_digest(key, {k: v for k, v in body.items()
+                                                               if k not in ("digest", "seal")})}
+
+
+def integrity_problem(body, key: bytes | None = None) -> str | None:
+    """Why a stored cell's content cannot be trusted (None when it can): its SHA-256 digest does not match
+    (an accident or an edit), or its seal under this user's ``key`` does not (an edit that recomputed the
+    digest). A cell sealed under another key, or not sealed (written on another machine, e.g. the
+    committed results), can only be checked by its digest: for accidental corruption, not an editor."""
+    if not isinstance(body, dict) or body.get("digest") != _digest(body):
+        return "its SHA-256 digest does not match its content (edited or damaged)"
+    stored = body.get("seal")
+    if key is not None and isinstance(stored, dict) and stored.get("key_id") == key_id(key):
+        if not isinstance(stored.get("hmac"), str) or not hmac.compare_digest(stored["hmac"],
+                                                                              seal(body, key)["hmac"]):
+            return "its seal under your results key does not match (edited, and the digest recomputed)"
+    return None
+
+
+def cell_problem(path: Path, preset: Preset, dataset: str, method: str, epsilon: float, seed: int,
+                 model: str | None = None, key: bytes | None = None) -> tuple[str, str] | None:
+    """``(kind, reason)`` when ``path`` does not hold this cell, unaltered, at this preset's sizes (and by
+    ``model`` when given); None when it does. ``kind``: ``missing``; ``integrity`` (unreadable, another cell's
+    content, a digest or seal that does not match); ``stale`` (another preset, sizes, provenance or model:
+    written by other code or settings, made again without a word)."""
+    path = Path(path)
+    if not path.exists():
+        return "missing", "no file"
+    try:
+        body = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return "integrity", "it is not valid JSON (truncated or damaged)"
+    problem = integrity_problem(body, key)
+    if problem is not None:
+        return "integrity", problem
+    if body.get("cell") != {"dataset": dataset, "method": method, "epsilon": _eps(epsilon), "seed": seed}:
+        return "integrity", "it holds another cell than its file name says"
+    if (body.get("preset") != preset.name or body.get("sizes") != _plain(preset.public_sizes())
+            or not all(key_ in body.get("provenance", {}) for key_ in PROVENANCE_KEYS)):
+        return "stale", "written at other sizes or by older code"
+    if model is not None and body["provenance"]["model"] != model:
+        return "stale", "written with another model"
+    return None
 
 
 def verifies(path: Path, preset: Preset, dataset: str, method: str, epsilon: float, seed: int,
              model: str | None = None) -> bool:
-    """Whether ``path`` holds this cell, written at this preset's sizes (and by ``model`` when given), unaltered."""
-    try:
-        body = json.loads(Path(path).read_text())
-    except (OSError, ValueError):
-        return False
-    return (isinstance(body, dict)
-            and body.get("cell") == {"dataset": dataset, "method": method, "epsilon": _eps(epsilon), "seed": seed}
-            and body.get("preset") == preset.name and body.get("sizes") == _plain(preset.public_sizes())
-            and all(key in body.get("provenance", {}) for key in PROVENANCE_KEYS)
-            and (model is None or body["provenance"]["model"] == model)
-            and body.get("digest") == _digest(body))
+    """Whether ``path`` holds this cell, written at this preset's sizes (and by ``model`` when given), unaltered
+    (its digest, and its seal when it is sealed under this user's results key)."""
+    return cell_problem(path, preset, dataset, method, epsilon, seed, model, results_key()) is None
 
 
 def _plain(value):
@@ -240,6 +318,7 @@ class Sweep:
     only: tuple = ()  # a slice: run only these cells of the preset (empty: every cell)
     model: str | None = None  # the model the cells are made with: a stored cell of another model is made again
     require_texts: bool = False  # a stored method cell without its texts (older code) is made again
+    recompute_failed: bool = False  # a stored cell that fails its digest or seal: refused (False) or made again
 
     def run(self) -> "Sweep":
         from dpkit.runs.lock import acquire, release
@@ -250,7 +329,20 @@ class Sweep:
         try:
             commit, version = git_commit(), package_version("dpkit")
             cells = [c for c in self.preset.cells() if not self.only or c in self.only]
-            pending = [c for c in cells if not verifies(cell_path(self.out, *c), self.preset, *c, self.model)
+            key = results_key(create=True)
+            problems = {c: cell_problem(cell_path(self.out, *c), self.preset, *c, self.model, key) for c in cells}
+            failed = {c: why for c, (kind, why) in ((c, p) for c, p in problems.items() if p) if kind == "integrity"}
+            if failed and not self.recompute_failed:
+                first, why = next(iter(failed.items()))
+                raise ParameterError("stored cell", cell_path(self.out, *first).name,
+                                     f"in {self.out} does not verify: {why}" + (f" ({len(failed) - 1} more cells fail too)"
+                                                                  if len(failed) > 1 else "")
+                                     + ". It is not made again silently: inspect it, or rerun with "
+                                       "--recompute-failed to make every failing cell again")
+            for c, why in failed.items():
+                self.progress(f"{cell_path(self.out, *c).name} did not verify ({why}): made again "
+                              "(--recompute-failed)")
+            pending = [c for c in cells if problems[c] is not None
                        or (self.require_texts and c[1] != REAL and not _has_texts(cell_path(self.out, *c)))]
             sweep_start, seconds_by_method = time.perf_counter(), {}
             for i, (dataset, method, epsilon, seed) in enumerate(cells, 1):
@@ -270,6 +362,7 @@ class Sweep:
                                        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}}
                 body = _plain(body)
                 body["digest"] = _digest(body)
+                body["seal"] = seal(body, key)
                 _write_atomic(path, body)
                 self.written.append(path)
                 seconds_by_method.setdefault(method, []).append(body["wall_s"]["cell"])
@@ -334,6 +427,9 @@ def register(sub) -> None:
     cmp.add_argument("--model", default=None,
                      help="local model: the bundled SmolLM2 (default), qwen2.5-coder-1.5b (`make model-qwen`), or a "
                           ".gguf path; the default folder is then results/compare/<preset>-<model>")
+    cmp.add_argument("--recompute-failed", action="store_true",
+                     help="make again every stored cell of the folder that fails its digest or seal (default: "
+                          "refuse, naming the file, exit 2); the command names each cell it makes again")
     cmp.set_defaults(func=_compare_command)
 
 
@@ -350,7 +446,8 @@ def _compare_command(args) -> int:
     model = cells.model()  # a named model whose packages are missing: ParameterError (exit 2) before any folder
     folder = preset.name if args.model is None else f"{preset.name}-{_slug(args.model)}"
     out = Path(args.out) if args.out else Path("results/compare") / folder
-    sweep = Sweep(preset, out, cells, model=model, require_texts=True).run()
+    sweep = Sweep(preset, out, cells, model=model, require_texts=True,
+                  recompute_failed=getattr(args, "recompute_failed", False)).run()
     print(f"dpkit experiment compare --preset {preset.name}: {len(sweep.written)} cells written, "
           f"{len(sweep.skipped)} already done, in {time.perf_counter() - start:.0f} s -> {out}")
     return 0

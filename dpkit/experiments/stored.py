@@ -3,8 +3,11 @@ them over seeds, and re-run a slice of them to see that they reproduce.
 
 :func:`load_cells` reads every ``*.json`` of a preset's folder and refuses the
 folder (:class:`StoredResultError`, naming the file and the reason) when a file
-does not verify: content that does not match its SHA-256 digest, a cell written
-at other sizes than its preset's, missing provenance. A chapter therefore never
+does not verify: content that does not match its SHA-256 digest, a cell sealed
+under this user's results key whose seal does not match (an edit that
+recomputed the digest), a cell written at other sizes than its preset's,
+missing provenance. Cells sealed elsewhere (the committed results) are checked
+by their digest only (see :mod:`dpkit.experiments.results`). A chapter therefore never
 plots a row that was edited by hand or written by other code.
 
 :func:`rerun_slice` runs some stored cells again through the same code path as
@@ -34,7 +37,8 @@ import tempfile
 from pathlib import Path
 from typing import Sequence
 
-from dpkit.experiments.results import PRESETS, PROVENANCE_KEYS, REAL, Preset, Sweep, cell_path, verifies
+from dpkit.experiments.results import (PRESETS, PROVENANCE_KEYS, REAL, Preset, Sweep, cell_path, cell_problem,
+                                      results_key)
 
 #: presets from the largest to the smallest: a chapter plots the first one that has stored cells
 PRESET_ORDER = ("full", "medium", "paired-small", "book", "smoke")
@@ -80,7 +84,7 @@ def load_cells(folder: Path) -> list[dict]:
     files = sorted(folder.glob("*.json"))
     if not files:
         raise StoredResultError(f"{folder.name}: holds no stored cell")
-    cells = []
+    cells, key = [], results_key()
     for path in files:
         try:
             body = json.loads(path.read_text())
@@ -93,9 +97,9 @@ def load_cells(folder: Path) -> list[dict]:
             raise StoredResultError(f"{path.name}: provenance lacks {missing}")
         if cell_path(folder, *cell).name != path.name:
             raise StoredResultError(f"{path.name}: names another cell than its file")
-        if not verifies(path, preset, *cell):
-            raise StoredResultError(f"{path.name}: does not verify (its digest or its sizes do not match "
-                                    f"the {preset.name} preset)")
+        problem = cell_problem(path, preset, *cell, key=key)
+        if problem is not None:
+            raise StoredResultError(f"{path.name}: does not verify ({problem[1]}; the {preset.name} preset)")
         cells.append(body)
     return cells
 
