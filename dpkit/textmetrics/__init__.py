@@ -3,20 +3,20 @@
 :func:`measure_texts` gives, for synthetic texts and a real reference set (the
 real test texts):
 
-========================  ===========================================================
-``assistant_talk``        share of texts in which the model talks as an assistant
-                          (:mod:`dpkit.textmetrics.assistant`, a public pattern list)
-``short_texts``           share of texts under 3 words
-``distinct_1/2``          distinct unigrams / bigrams over all texts (Li et al. 2016);
-                          ``real_distinct_1/2``: the same on as many real texts
-``words_mean/median``     words per text; ``real_words_mean/median`` for the real set
-``length_ks``             Kolmogorov-Smirnov statistic between the length distributions
-``length_wasserstein``    Wasserstein-1 distance between them, in words
-``knn_precision/recall``  k-NN precision and recall in the sentence-embedding space
-                          (Kynkäänniemi et al. 2019, k = ``knn_k``)
-``auroc_real_vs_synthetic``  cross-validated AUROC of a real-vs-synthetic classifier
-                          (0.5: indistinguishable, 1: separable)
-========================  ===========================================================
+=============================  =======================================================
+``assistant_talk``             share of texts in which the model talks as an assistant
+                               (:mod:`dpkit.textmetrics.assistant`, a public pattern list)
+``short_texts``                share of texts under 3 words
+``distinct_1/2``               distinct unigrams / bigrams over all texts (Li et al. 2016);
+                               ``real_distinct_1/2``: the same on as many real texts
+``words_mean/median``          words per text; ``real_words_mean/median`` for the real set
+``length_ks``                  Kolmogorov-Smirnov statistic between the length distributions
+``length_wasserstein``         Wasserstein-1 distance between them, in words
+``knn_precision/recall``       k-NN precision and recall in the sentence-embedding space
+                               (Kynkäänniemi et al. 2019, k = ``knn_k``)
+``auroc_real_vs_synthetic``    cross-validated AUROC of a real-vs-synthetic classifier
+                               (0.5: indistinguishable, 1: separable)
+=============================  =======================================================
 
 plus ``n_synthetic`` and ``n_real``. Every measure reads released texts and real
 evaluation texts only: no privacy is spent. :data:`TEXT_METRICS` names the measures.
