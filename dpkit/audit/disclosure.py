@@ -12,8 +12,17 @@ guess that is right with probability at most ``e^eps / (1 + e^eps)``: the
 guess "train" on every matching record (abstain on the rest) is exactly the
 one-run design of Steinke, Nasr and Jagielski 2023 with the split as the coin
 flips, so the bound of :mod:`dpkit.audit.one_run` applies with ``m`` = number of
-records, ``r`` = matches, ``v`` = train matches. No correction is needed: one
-test, fixed in advance.
+records, ``v`` = train matches and ``r`` the number of guesses it may count. No
+correction is needed: one test, fixed in advance.
+
+Which ``r``: the theorem is stated for at most ``r`` guesses with ``r`` fixed
+before the release is seen, while the number of matches is random. At
+``claimed_delta = 0`` the realized number of matches is still valid (given the
+release, each guessed coin is right with probability at most ``e^eps/(1+e^eps)``,
+so the correct count is dominated by a binomial over the guesses made). For
+``claimed_delta > 0`` no such argument is known, so the test counts ``r = m``:
+every record could have been guessed, a bound fixed in advance (valid, and
+much weaker: it rarely refutes anything).
 
 Only counts leave this module (never a text, feature or label).
 """
@@ -100,7 +109,8 @@ def disclosure_test(synthesize, records, *, claimed_epsilon: float, claimed_delt
     features = rare_features(records.texts)
     matched = np.array([bool(fs & present) for fs in features])
     r, v = int(matched.sum()), int((matched & in_train).sum())
-    bound = epsilon_lower_bound(len(records), r, v, 1.0 - confidence, claimed_delta)
+    guesses = r if claimed_delta == 0 else len(records)  # see the module docstring: realized r only at delta 0
+    bound = epsilon_lower_bound(len(records), guesses, v, 1.0 - confidence, claimed_delta)
     return DisclosureResult(float(claimed_epsilon), float(claimed_delta), float(confidence), bound,
                             "refuted" if bound > claimed_epsilon else "not refuted", len(records),
                             int(in_train.sum()), int((~in_train).sum()), int(sum(bool(f) for f in features)),
