@@ -118,6 +118,11 @@ def read_config_file(path: str, config_type, method: str) -> dict[str, Any]:
         text = file.read_text(encoding="utf-8")
     except (FileNotFoundError, IsADirectoryError):
         raise ParameterError("--config", str(path), "does not exist or is not a file") from None
+    except UnicodeDecodeError as error:
+        raise ParameterError("--config", str(path), f"is not UTF-8 (byte 0x{error.object[error.start]:02x} at "
+                             f"offset {error.start}); save it as UTF-8") from None
+    except OSError as error:
+        raise ParameterError("--config", str(path), f"cannot be read ({error.strerror})") from None
     try:
         if suffix == ".toml":
             import tomllib
