@@ -8,6 +8,7 @@ surfaces as a numpy warning or a silent NaN further down.
 from __future__ import annotations
 
 import math
+import resource
 from numbers import Integral, Real
 from typing import Iterable
 
@@ -124,4 +125,44 @@ def check_rng(name: str, value) -> np.random.Generator:
     """Randomness is always passed in: require a ``numpy.random.Generator``."""
     if not isinstance(value, np.random.Generator):
         raise ParameterError(name, value, "must be a numpy.random.Generator (e.g. np.random.default_rng(seed))")
+    return value
+
+
+def available_memory() -> int | None:
+    """Bytes this process may still allocate: the kernel's MemAvailable, lowered to the address-space limit
+    (``ulimit -v``/``prlimit --as``) when one is set; None where neither can be read."""
+    found = None
+    try:
+        with open("/proc/meminfo", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("MemAvailable:"):
+                    found = int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    if soft not in (resource.RLIM_INFINITY, -1):
+        found = soft if found is None else min(found, soft)
+    return found
+
+
+def check_fits_memory(name: str, value, need_bytes: float, what: str) -> None:
+    """Refuse ``name=value`` when the arrays it makes (``need_bytes``, estimated from public sizes) exceed the
+    memory available now: a size that cannot run is bad input, refused before anything is charged or written."""
+    free = available_memory()
+    if free is not None and need_bytes > free:
+        raise ParameterError(name, value, f"needs about {need_bytes / 2**30:,.1f} GiB for {what}, and "
+                             f"{free / 2**30:,.1f} GiB are available; lower it (checked before anything "
+                             "is charged or written)")
+
+
+MAX_EPSILON = 1e4  # a public bound on a release's budget: above it a guarantee says nothing, and the
+                   # accountant's rho = epsilon**2 / 2 (composed over charges) overflows near 1e154
+
+
+def check_epsilon_cap(name: str, value) -> float:
+    """A budget ``> 0`` and at most :data:`MAX_EPSILON`; the error names ``name`` (the flag or the field)."""
+    value = check_positive(name, value)
+    if value > MAX_EPSILON:
+        raise ParameterError(name, value, f"must be <= {MAX_EPSILON:g}: a larger budget guarantees nothing and "
+                             "overflows the accountant's arithmetic")
     return value

@@ -20,6 +20,7 @@ from dpkit.methods.request import Plan
 from dpkit.runs import Run
 from dpkit.runs.layout import DONE, folder_state, paths
 from dpkit.seeds import root_sequence
+from dpkit.validate import ParameterError
 
 
 def execute(p: Plan, out) -> tuple[object, str]:
@@ -29,15 +30,21 @@ def execute(p: Plan, out) -> tuple[object, str]:
     if state == DONE:
         return None, state
     start = time.perf_counter()
+    existed = root.exists()
     run = Run(private, params=p.params, seed=p.seed, ledger=open_ledger(p.config))  # the one budgeted ledger
     run.note(f"{'resumed' if run.resumed else 'started'} {p.settings['method']}")
     say(f"dpkit synth {p.settings['method']}: {'resuming' if run.resumed else 'starting'} in {root}")
-    if p.executor is None:
-        release = p.method.synthesize(p.records, p.config, run, p.backend, root_sequence(p.seed))
-    else:
-        with p.executor:
-            release = p.method.synthesize(p.records, p.config, run, p.backend, root_sequence(p.seed),
-                                          executor=p.executor)
+    try:
+        if p.executor is None:
+            release = p.method.synthesize(p.records, p.config, run, p.backend, root_sequence(p.seed))
+        else:
+            with p.executor:
+                release = p.method.synthesize(p.records, p.config, run, p.backend, root_sequence(p.seed),
+                                              executor=p.executor)
+    except ParameterError:  # refused before its first charge (e.g. a size the public data cannot give):
+        if run.discard_unspent() and not existed and not any(root.iterdir()):  # no folder is left behind
+            root.rmdir()
+        raise
     release = replace(release, reproducible=p.seed is not None)
     if not release_dir.exists():
         write_release(release_dir, release, p.settings)

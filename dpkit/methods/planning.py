@@ -22,6 +22,7 @@ from dpkit.data.selection import RowRule
 from dpkit.methods import METHODS
 from dpkit.methods.base import config_dict
 from dpkit.methods.budget import ledger_guarantee, open_ledger
+from dpkit.methods.sizes import check_release_sizes
 from dpkit.privacy.ledger import PrivacyLedger
 
 
@@ -81,6 +82,7 @@ def release_plan(method_name: str, config, *, labels: Sequence[str] | None, labe
     rule = RowRule() if rule is None else rule
     declared_rows = declared_rows if declared_rows is not None else rule.declared_rows
     n_labels = len(labels) if labels is not None else (1 if labelled else 0)
+    check_release_sizes(method_name, config, n_labels)  # a size that cannot run: refused before any charge
     rows = None
     if not method.STATEMENT.per_record:  # replace-one: the release has one output per row read
         rows = declared_rows if rule.kind != "prefix" or declared_rows is None else min(rule.limit, declared_rows)

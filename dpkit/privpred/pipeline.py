@@ -77,7 +77,7 @@ from dpkit.privpred.jobs import BatchJob
 from dpkit.privpred.prompts import PromptTemplate
 from dpkit.runs import digest
 from dpkit.seeds import batch_rng, batch_sequence, root_sequence  # noqa: F401 (batch_rng: one batch's generator)
-from dpkit.validate import ParameterError, check_int, check_positive, check_probability
+from dpkit.validate import ParameterError, check_epsilon_cap, check_int, check_probability
 
 
 class RemoteBackendError(ParameterError):
@@ -148,7 +148,7 @@ class PrivatePredictionConfig:
         check_variant(self.variant)
         object.__setattr__(self, "stop", tuple(self.stop))
         object.__setattr__(self, "banned", tuple(self.banned))
-        check_positive("epsilon", self.epsilon)
+        check_epsilon_cap("epsilon", self.epsilon)
         check_probability("delta", self.delta)
         check_int("max_record_tokens", self.max_record_tokens, minimum=1)
         self.settings()  # validates everything else

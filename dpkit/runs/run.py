@@ -6,6 +6,7 @@ import hashlib
 import hmac
 import json
 import os
+import shutil
 import threading
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping
@@ -149,6 +150,17 @@ class Run:
         if not self._closed:
             self._closed = True
             lock.release(self.path, self)
+
+    def discard_unspent(self) -> bool:
+        """Close and remove the folder of a NEW run that charged nothing and wrote no record and no seeds
+        (a method refused its input before its first charge), so that a corrected command starts afresh;
+        returns whether it was removed. A resumed run, or one with any spend or output, is never removed."""
+        entries = (self.manifest.get("ledger") or {}).get("entries") or getattr(self.ledger, "entries", None)
+        if self.resumed or self._records or self.manifest.get("seeds") or entries:
+            return False
+        self.close()
+        shutil.rmtree(self.path, ignore_errors=True)
+        return True
 
     def __enter__(self) -> "Run":
         return self

@@ -1,0 +1,49 @@
+"""Sizes that cannot run are refused from public facts, before anything is charged or written.
+
+:func:`check_release_sizes` is called by :func:`dpkit.methods.planning.release_plan`,
+which both ``--plan`` and a run call before the run folder exists and before
+the first charge. Each check reads only the configuration and public data
+(the public vocabulary, the embedder's width) and the machine's available
+memory (:func:`dpkit.validate.available_memory`), never the private input.
+A refusal is a :class:`~dpkit.validate.ParameterError` naming the parameter.
+
+What is checked (each check is the one the method would otherwise meet after
+its first charge, or as an out-of-memory crash, or deep in the accountant):
+
+* every method: the budget ``--epsilon`` at most :data:`dpkit.validate.MAX_EPSILON` (above it
+  a guarantee says nothing, and the accountant's ``rho = epsilon**2 / 2`` overflows
+  near 1e154: the error would name an internal ``rhos[0]``). ``release_plan`` is
+  the planning step of ``dpkit synth``, so the flag is named;
+
+* DP-KPS: ``N`` at most the public vocabulary's size; the arrays that grow
+  with ``n_features`` (its random Fourier features over the embedding width and
+  the vocabulary) and with ``n_per_class`` (the keyphrase sequences of every
+  label) within the available memory.
+"""
+
+from __future__ import annotations
+
+from dpkit.methods import METHODS
+from dpkit.validate import ParameterError, check_epsilon_cap, check_fits_memory
+
+EMBEDDING_WIDTH = 384  # all-MiniLM-L6-v2, the sentence embedder of dpkit.models.embed (public)
+FLOAT_BYTES = 8
+
+
+def check_release_sizes(method_name: str, config, n_labels: int) -> None:
+    """ParameterError when a size of ``config`` cannot run (see the module docstring)."""
+    check_epsilon_cap("--epsilon", config.epsilon)
+    if method_name == "kps":
+        _check_kps(config, max(1, n_labels))
+
+
+def _check_kps(config, n_labels: int) -> None:
+    vocabulary = len(METHODS["kps"]._public_vocabulary(config.vocabulary))
+    if config.N > vocabulary:
+        raise ParameterError("N", config.N, f"must be <= the public vocabulary size ({vocabulary}); checked "
+                             "before anything is charged or written")
+    check_fits_memory("n_features", config.n_features,
+                      FLOAT_BYTES * config.n_features * (EMBEDDING_WIDTH + config.N + n_labels),
+                      "the random Fourier features of the embeddings and the per-class sketches")
+    check_fits_memory("n_per_class", config.n_per_class, FLOAT_BYTES * config.n_per_class * n_labels * config.L,
+                      f"the keyphrase sequences of {n_labels} label(s)")
