@@ -164,8 +164,7 @@ def test_interrupted_run_resumes_without_new_noise(tmp_path, monkeypatch):
     out = tmp_path / "run"
     crashing = FakeBackend(fail_after=0)
     monkeypatch.setattr(dpkit.backends, "get_backend", lambda *a, **k: crashing)
-    with pytest.raises(KeyboardInterrupt):
-        synth(out, "--seed", "1")
+    assert synth(out, "--seed", "1") == 130   # Ctrl-C: one line with the resume command, no traceback
     assert not (out / "release").exists()
     seeds = (out / "private" / "seeds" / "keyphrases.json").read_bytes()
     monkeypatch.setattr(dpkit.backends, "get_backend", lambda *a, **k: FakeBackend())
@@ -193,7 +192,7 @@ def test_smoke_on_100k_rows_and_numeric_labels(tmp_path, capsys, fake):
     config = json.loads((tmp_path / "run" / "release" / "config.json").read_text())
     assert config["limit"] == 200 and config["labels"] == ["1", "2", "3"]
     assert config["rows"] == {"rule": "hash", "fraction": 0.002, "salt": "dpkit-rows-v1", "limit": 200,
-                              "declared_rows": 100_000}
+                              "declared_rows": 100_000, "per_record": True, "max_rows": 2000}
     labels = {json.loads(x)["label"] for x in (tmp_path / "run" / "release" / "synthetic.jsonl").read_text().splitlines()}
     assert labels == {"1", "2", "3"}
 

@@ -49,6 +49,8 @@ class RowRule:
     salt: str = DEFAULT_SALT
     limit: int | None = None          # prefix: the first ``limit`` rows; hash: the user's limit (for the record)
     declared_rows: int | None = None  # the row count the user declared (public), if any
+    per_record: bool = False          # add/remove: the number of rows kept is private (see describe)
+    max_rows: int | None = None       # a public bound on the rows kept (--smoke); more is refused
 
     def __post_init__(self):
         if self.kind not in ("all", "hash", "prefix"):
@@ -67,15 +69,35 @@ class RowRule:
             out["limit"] = self.limit
         if self.declared_rows is not None:
             out["declared_rows"] = self.declared_rows
+        if self.per_record:
+            out["per_record"] = True
+        if self.max_rows is not None:
+            out["max_rows"] = self.max_rows
         return out
 
     @classmethod
     def from_dict(cls, data: dict) -> "RowRule":
         return cls(data.get("rule", "all"), data.get("fraction", 1.0), data.get("salt", DEFAULT_SALT),
-                   data.get("limit"), data.get("declared_rows"))
+                   data.get("limit"), data.get("declared_rows"), bool(data.get("per_record", False)),
+                   data.get("max_rows"))
+
+    def existence(self) -> str:
+        """The condition on the private number of kept rows under which a release exists (add/remove only),
+        stated exactly: the run is refused otherwise, and the stated epsilon does not cover that event."""
+        if not self.per_record:
+            return ""
+        bound = f" and at most {self.max_rows} (the --smoke bound)" if self.max_rows is not None else ""
+        return (f"A release is made only if at least one row{bound} is kept; otherwise the run is refused before "
+                "anything is spent or written. Whether a release exists therefore depends on the private number "
+                "of kept rows, and one record can decide it: the stated guarantee holds for releases made, "
+                "and does not cover that event")
 
     def describe(self) -> str:
-        """One sentence for the privacy report (public facts only)."""
+        """The privacy report's words on the rows read (public facts only), with :meth:`existence`."""
+        condition = self.existence()
+        return self._selection() + (f". {condition}" if condition else "")
+
+    def _selection(self) -> str:
         if self.kind == "all":
             return "every row of the input"
         if self.kind == "prefix":
@@ -127,7 +149,7 @@ def keep(text: str, label: str | None, fraction: float, salt: str = DEFAULT_SALT
 
 
 def row_rule(*, per_record: bool, limit: int | None = None, declared_rows: int | None = None,
-             fraction: float | None = None, salt: str | None = None) -> RowRule:
+             fraction: float | None = None, salt: str | None = None, max_rows: int | None = None) -> RowRule:
     """The public rule for the flags given; ParameterError names the flag.
 
     ``per_record`` (add/remove methods): ``fraction``, or ``limit`` with
@@ -149,12 +171,12 @@ def row_rule(*, per_record: bool, limit: int | None = None, declared_rows: int |
         if limit is not None:
             raise ParameterError("--sample-fraction", fraction, "give either --sample-fraction or --limit, not both")
         fraction = check_in_range("--sample-fraction", fraction, 0.0, 1.0, low_open=True)
-        return RowRule("hash" if fraction < 1 else "all", fraction, salt, None, declared_rows)
+        return RowRule("hash" if fraction < 1 else "all", fraction, salt, None, declared_rows, True, max_rows)
     if limit is None:
-        return RowRule(declared_rows=declared_rows)
+        return RowRule(declared_rows=declared_rows, per_record=True, max_rows=max_rows)
     if declared_rows is None:
         raise ParameterError("--limit", limit, "needs --rows M, the number of rows you DECLARE the input has (a "
                              "public number; the file's real row count is private), so that the keep-fraction "
                              "N/M is public; or give --sample-fraction")
     fraction = min(1.0, limit / declared_rows)
-    return RowRule("hash" if fraction < 1 else "all", fraction, salt, limit, declared_rows)
+    return RowRule("hash" if fraction < 1 else "all", fraction, salt, limit, declared_rows, True, max_rows)

@@ -152,7 +152,8 @@ def rows_rule(args: argparse.Namespace, method):
     if args.smoke and (not per_record or rows is not None):
         limit = method.SMOKE_ROWS if limit is None else min(limit, method.SMOKE_ROWS)
     return row_rule(per_record=per_record, limit=limit, declared_rows=rows,
-                    fraction=getattr(args, "sample_fraction", None), salt=getattr(args, "sample_salt", None))
+                    fraction=getattr(args, "sample_fraction", None), salt=getattr(args, "sample_salt", None),
+                    max_rows=smoke_max_rows(args, method))  # stated in the report (RowRule.existence)
 
 
 def smoke_max_rows(args: argparse.Namespace, method) -> int | None:
