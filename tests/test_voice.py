@@ -227,3 +227,70 @@ def test_the_bundled_model_on_llamacpp_writes_under_the_voice():
                                              ban=OpeningBan.build(gen.tokenize, BANNED_OPENINGS))[0])
     if free.lstrip().startswith("Sure"):
         assert not banned.lstrip().startswith("Sure")
+
+
+# ------------------------------------------------------------------ dpkit synth --document-type
+class _Recorder(Backend):
+    """A local fake for the CLI: records each request's voice (its chats and parameters)."""
+
+    name = "rec"
+    remote = False
+
+    def __init__(self):
+        super().__init__("rec-model")
+        self.chats, self.params = [], []
+
+    def _generate(self, chats, params):
+        self.chats += chats
+        self.params.append(params)
+        return ["A short review of a film." for _ in chats]
+
+    def describe(self):
+        return {"backend": "rec", "model": "rec-model"}
+
+
+@pytest.mark.parametrize("method", ["kps", "dpst"])
+def test_synth_document_type_is_recorded_and_reaches_the_prompt(method, tmp_path, monkeypatch):
+    import json
+
+    import dpkit.backends
+    from dpkit.cli import main
+
+    backend = _Recorder()
+    monkeypatch.setattr(dpkit.backends, "get_backend", lambda *a, **k: backend)
+    out = tmp_path / "run"
+    code = main(["synth", method, "--input", "data/own_data_sample.csv", "--text-column", "text", "--label-column",
+                 "label", "--epsilon", "8", "--smoke", "--seed", "1", "--out", str(out),
+                 "--document-type", "customer review"] + (["--set", "n_articles=12"] if method == "dpst" else []))
+    assert code == 0
+    config = json.loads(next(out.rglob("config.json")).read_text())
+    config = config["method_config"]
+    assert config["document_type"] == "customer review" and config["voice"] is True
+    assert backend.chats and all(any("customer review" in str(m["content"]) for m in chat) for chat in backend.chats)
+    assert all(chat[-1]["role"] == "assistant" for chat in backend.chats)          # the opened answer
+    assert all(p.stop and p.banned == BANNED_OPENINGS for p in backend.params)
+
+
+def test_synth_document_type_bad_input_exits_2(tmp_path, capsys):
+    from dpkit.cli import main
+
+    out = tmp_path / "run"
+    code = main(["synth", "pp", "--input", "data/own_data_sample.csv", "--text-column", "text", "--epsilon", "4",
+                 "--out", str(out), "--document-type", "  "])
+    assert code == 2 and not out.exists() and "--document-type" in capsys.readouterr().err
+    code = main(["synth", "kps", "--epsilon", "4", "--plan", "--rows", "10", "--document-type", "tweet",
+                 "--set", "document_type=review"])
+    assert code == 2
+
+
+def test_pp_release_config_carries_the_voice_and_the_document_template():
+    from dpkit.methods import pp
+
+    cfg = pp.Config(epsilon=4, document_type="health news tweet")
+    assert cfg.stop == ("\n", '"') and cfg.finish_public and cfg.min_new_tokens == 8
+    assert cfg.settings().finish_public and cfg.settings().banned == BANNED_OPENINGS
+    t = pp.template_for(cfg, True)
+    assert t.name == "document-labelled" and "health news tweet" in t.user
+    assert pp.template_for(pp.Config(epsilon=4, voice=False), True).name == "labelled-text"
+    with pytest.raises(ParameterError):
+        pp.Config(epsilon=4, document_type=" ")

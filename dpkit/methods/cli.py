@@ -87,6 +87,9 @@ def register(subparsers) -> None:
     p.add_argument("--delta", type=float, default=None, help="pp only: delta in (0, 1) (default 1e-6)")
     p.add_argument("--out", default=None, help="run folder DIR: DIR/release (publishable) and DIR/private "
                    "(required unless --plan)")
+    p.add_argument("--document-type", default=None, metavar="TEXT", help="what your texts are, in a few public "
+                   "words (e.g. 'health news tweet'): every method's prompt asks the model for one; recorded in "
+                   "config.json (same as --set document_type=TEXT; default 'short text')")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="set any parameter of the "
                    "method's configuration (repeatable; typed by the field, e.g. --set clip=3 --set top_k=none); "
                    "every value is recorded in release/config.json")

@@ -20,13 +20,14 @@ any model sees them.
 from __future__ import annotations
 
 import inspect
+from pathlib import Path
 from dataclasses import dataclass, replace
 
 import numpy as np
 
 from dpkit.dpst.corpus import load_public_corpus
 from dpkit.dpst.privatize import DPST, MAX_PARSER_CHARS, Prepared, PrivateDocument, document_contract
-from dpkit.dpst.reconstruct import clean_output, reconstruction_messages
+from dpkit.dpst.reconstruct import clean_output, reconstruction_messages, reconstruction_voice
 from dpkit.methods.base import (PrivacyStatement, Records, Release, check_inputs, checkpoint, config_dict,
                                 generate_keyed)
 from dpkit.methods.budget import ledger_guarantee, release_ledger
@@ -77,6 +78,10 @@ class Config:
     neighbourhood_share: float = _MECHANISM["neighbourhood_share"].default
     tie_scorer: str = "unigram"
     reconstruct: bool = True           # False: release the triples joined as text
+    document_type: str = "short text"  # public: what the rewrite writes ("health news tweet")
+    voice: bool = True                 # the rewrite in the data's voice (dpkit.dpst.reconstruct.reconstruction_voice)
+    public_corpus: str = ""            # "": the packaged news articles; else a UTF-8 file of YOUR public texts,
+                                       # one per line (never private records), as the triple corpus
     max_new_tokens: int = 48
     temperature: float = 0.0
     batch_size: int = 8
@@ -97,6 +102,14 @@ class Config:
         check_int("batch_size", self.batch_size, minimum=1)
         if not isinstance(self.reconstruct, bool):
             raise ParameterError("reconstruct", self.reconstruct, "must be True or False")
+        if not isinstance(self.document_type, str) or not self.document_type.strip():
+            raise ParameterError("document_type", self.document_type, "must be a non-empty description")
+        if not isinstance(self.voice, bool):
+            raise ParameterError("voice", self.voice, "must be True or False")
+        if not isinstance(self.public_corpus, str) or (self.public_corpus
+                                                       and not Path(self.public_corpus).expanduser().is_file()):
+            raise ParameterError("public_corpus", self.public_corpus, "must be '' (the packaged news articles) or "
+                                 "an existing UTF-8 text file of public texts, one per line")
 
     def budget(self) -> tuple[float, float]:
         """The ledger's budget: pure ``epsilon`` per record (delta 0)."""
@@ -138,6 +151,14 @@ def _split(prepared, i: int, offsets) -> Prepared:
     return Prepared([prepared.texts[i]], [prepared.triples[i]], prepared.embeddings[offsets[i]:offsets[i + 1]])
 
 
+def own_public_texts(config: Config) -> list[str] | None:
+    """The user's public corpus (``public_corpus``: one text per line), or None for the news articles."""
+    if not config.public_corpus:
+        return None
+    lines = Path(config.public_corpus).expanduser().read_text(encoding="utf-8").splitlines()
+    return [line for line in lines if line.strip()]
+
+
 def synthesize(records: Records, config: Config, run, backend, seed_sequence: np.random.SeedSequence) -> Release:
     """A DP-ST release of ``records``: one output per record, epsilon-DP per record (pure, replace-one)."""
     check_inputs(records, config, Config, seed_sequence)
@@ -145,7 +166,7 @@ def synthesize(records: Records, config: Config, run, backend, seed_sequence: np
     eps_text, eps_label = config.budgets(records.labelled)
     ledger = release_ledger(run, config)  # every charge below is checked against the budget
     declared = charges(config, len(records.label_set) if records.labelled else 0, len(records))
-    corpus = load_public_corpus(k=config.k, n_articles=config.n_articles)
+    corpus = load_public_corpus(k=config.k, n_articles=config.n_articles, texts=own_public_texts(config))
     mechanism = DPST(corpus, eps_text, "document", slots=config.slots, max_triples=config.max_triples,
                      neighbourhood_share=config.neighbourhood_share, scorer=config.tie_scorer,
                      max_chars=config.max_chars)
@@ -169,11 +190,14 @@ def synthesize(records: Records, config: Config, run, backend, seed_sequence: np
     contract = PrivacyContract.from_dict(released["contract"])
     keys = [f"doc-{i}" for i in range(len(records))]
     if config.reconstruct:
-        prompts = {key: reconstruction_messages(PrivateDocument(tuple(triples), np.zeros(0, np.int64), contract))
+        document_type = config.document_type if config.voice else None
+        prompts = {key: reconstruction_messages(PrivateDocument(tuple(triples), np.zeros(0, np.int64), contract),
+                                                document_type)
                    for key, triples in zip(keys, released["triples"])}
         texts = generate_keyed(run, backend, prompts, batch_size=config.batch_size, desc="dpst: reconstructing",
                                max_new_tokens=config.max_new_tokens, temperature=config.temperature,
-                               seed=int_seed(seed_sequence, 2))
+                               seed=int_seed(seed_sequence, 2),
+                               voice=reconstruction_voice(config.document_type) if config.voice else None)
         outputs = [clean_output(texts[key]) for key in keys]
     else:
         outputs = [". ".join(str(t) for t in triples) for triples in released["triples"]]

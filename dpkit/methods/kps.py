@@ -33,6 +33,7 @@ from dpkit.methods.base import (PrivacyStatement, Records, Release, check_inputs
                                 generate_keyed)
 from dpkit.methods.budget import ledger_guarantee, release_ledger
 from dpkit.models.embed import load_embedder
+from dpkit.models.voice import document_voice
 from dpkit.privacy.marks import Public
 from dpkit.seeds import generator, int_seed
 from dpkit.validate import ParameterError, check_choice, check_in_range, check_int, check_positive
@@ -77,6 +78,7 @@ class Config(KPSConfig):
     vocabulary_share: float = 0.2      # part of epsilon for the private vocabulary, the rest for the DP-KDEs
     vocabulary: str = "english"        # public vocabulary: 10k frequent English words, or medical terms
     document_type: str = "short text"
+    voice: bool = True                 # the data's voice (dpkit.models.voice.document_voice); False: the bare prompt
     max_new_tokens: int = 48
     temperature: float = 0.7
     batch_size: int = 8
@@ -101,6 +103,8 @@ class Config(KPSConfig):
         check_int("batch_size", self.batch_size, minimum=1)
         if not isinstance(self.document_type, str) or not self.document_type.strip():
             raise ParameterError("document_type", self.document_type, "must be a non-empty description")
+        if not isinstance(self.voice, bool):
+            raise ParameterError("voice", self.voice, "must be True or False")
 
     def budget(self) -> tuple[float, float]:
         """The ledger's budget: pure ``epsilon`` (delta 0)."""
@@ -139,7 +143,9 @@ def _generate(sequences, config: Config, run, backend, seed_sequence) -> dict[st
     document_type = Public(config.document_type)  # public configuration
     keys = {(c, i): f"text-{c}-{i}" for c, seqs in enumerate(sequences) for i in range(len(seqs))}
     first = {k for k in keys if config.few_shot == 0 or k[1] < config.few_shot}
-    generation = dict(max_new_tokens=config.max_new_tokens, temperature=config.temperature)
+    # the voice is public configuration: system message, opened answer, stop sequences, banned openings
+    generation = dict(max_new_tokens=config.max_new_tokens, temperature=config.temperature,
+                      voice=document_voice(config.document_type) if config.voice else None)
     # the keyphrases are the Privatized terms DP-KPS released
     prompts = {keys[k]: kps_prompt(list(sequences[k[0]][k[1]]), document_type) for k in keys if k in first}
     done = generate_keyed(run, backend, prompts, batch_size=config.batch_size, desc="kps: generating",

@@ -24,7 +24,8 @@ from dpkit.methods.budget import ledger_guarantee, release_ledger
 from dpkit.privpred.executors import check_executor
 from dpkit.privpred.pipeline import (MEMORY_FIELDS, PrivatePredictionConfig, generate_synthetic, pp_charge,
                                      resolve_local_lm)
-from dpkit.privpred.prompts import PromptTemplate, get_template
+from dpkit.models.voice import BANNED_OPENINGS, DEFAULT_STOP
+from dpkit.privpred.prompts import PromptTemplate, document_template, get_template
 from dpkit.validate import ParameterError, check_int
 
 NAME = "pp"
@@ -78,8 +79,15 @@ class Config(PrivatePredictionConfig):
     delta: float = 1e-6
     max_examples_per_batch: int | None = 1  # one text per batch: the release's size is n_batches per label
     n_batches: int = 16                 # batches per label: the number of synthetic texts per label
-    template: str = "auto"              # "auto" (generic, by whether the input is labelled) or a privpred template
+    template: str = "auto"              # "auto" (by voice and whether the input is labelled) or a privpred template
     max_chars: int = 1000
+    document_type: str = "short text"   # public: what the texts are ("health news tweet"), named in the prompt
+    voice: bool = True                  # "auto" template in the data's voice (document_template); False: generic
+    # the voice's decoding rules (dpkit.models.voice), the same public rule for every row
+    stop: tuple[str, ...] = DEFAULT_STOP
+    banned: tuple[str, ...] = BANNED_OPENINGS
+    min_new_tokens: int = 8
+    finish_public: bool = True          # at the cap r the text goes on from the public row (post-processing)
 
     def __post_init__(self):
         if self.max_examples_per_batch != 1:
@@ -87,6 +95,10 @@ class Config(PrivatePredictionConfig):
                                  "must be 1 for a release: one text per batch, so the number of texts is public")
         check_int("n_batches", self.n_batches, minimum=1)
         check_int("max_chars", self.max_chars, minimum=1)
+        if not isinstance(self.document_type, str) or not self.document_type.strip():
+            raise ParameterError("document_type", self.document_type, "must be a non-empty description")
+        if not isinstance(self.voice, bool):
+            raise ParameterError("voice", self.voice, "must be True or False")
         if self.template != "auto":
             get_template(self.template)
         super().__post_init__()  # the decoding parameters, and that epsilon affords one private token
@@ -104,7 +116,7 @@ class Config(PrivatePredictionConfig):
 
 def template_for(config: Config, labelled: bool):
     if config.template == "auto":
-        return generic_template(labelled)
+        return document_template(config.document_type, labelled) if config.voice else generic_template(labelled)
     return get_template(config.template)
 
 

@@ -53,6 +53,14 @@ def build_config(args: argparse.Namespace, method):
         raise ParameterError("--delta", args.delta, f"does not apply to {args.method}: it is pure epsilon-DP "
                              "(delta = 0); only pp takes --delta")
     changes = overrides(method.Config, args.method, getattr(args, "set", None), getattr(args, "config", None))
+    document_type = getattr(args, "document_type", None)
+    if document_type is not None:
+        if not document_type.strip():
+            raise ParameterError("--document-type", document_type, "must be a few words such as 'health news tweet'")
+        if "document_type" in changes and changes["document_type"] != document_type:
+            raise ParameterError("--document-type", document_type, "differs from the document_type of --set/--config "
+                                 f"({changes['document_type']!r}); give it once")
+        changes["document_type"] = document_type
     if args.delta is not None:
         changes["delta"] = args.delta
     try:
