@@ -4,8 +4,8 @@ Before:
 * N1 (probe 26): a ``--config`` file that is not UTF-8 gave a ``UnicodeDecodeError`` traceback, exit 1;
 * N3 (probes 15, 16): ``--set n_features=1000000000`` / ``n_per_class=1000000000`` passed validation,
   charged the ledger, then died in a ``MemoryError`` traceback; ``--plan`` printed "2000000000 texts";
-* N3 (probes 14, 19): ``--set N=1e12`` (kps) and ``--set k=1e9`` (dpst) were refused, but after the run
-  folder existed, so a corrected command was refused on that folder;
+* N3 (probes 14, 18, 19): ``--set N=1e12`` (kps), ``max_new_tokens=1e20`` (pp) and ``k=1e9`` (dpst) were
+  refused, but after the run folder existed, so a corrected command was refused on that folder;
 * probe 2: ``--epsilon 1e308`` was refused naming an internal ``rhos[0]``.
 """
 
@@ -75,3 +75,15 @@ def test_probe2_a_huge_epsilon_names_the_flag(capsys, method):
     assert main(["synth", method, "--plan", "--epsilon", "1e308", "--smoke", "--rows", "10"]) == 2
     line = _one_line(capsys)
     assert "--epsilon=1e+308" in line and "rho" not in line
+
+
+def test_probe18_pp_max_new_tokens_beyond_the_context_leaves_no_folder(tmp_path):
+    """Refused inside the method (the model's context is known once it is loaded), before the first charge."""
+    out = tmp_path / "run"
+    env = {k: v for k, v in os.environ.items() if k != "DPKIT_FAULT"}
+    env.update(DPKIT_PROGRESS="0", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", OMP_NUM_THREADS="1")
+    done = subprocess.run([sys.executable, "-m", "dpkit", "synth", "pp", *BASE, "--set",
+                           "max_new_tokens=99999999999999999999", "--out", str(out)], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=900)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert "max_new_tokens=" in done.stderr and "context" in done.stderr and not out.exists()
