@@ -32,10 +32,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
+from dpkit import runtime
+from dpkit.data.tables import read_table
+from dpkit.models.embed import load_embedder
 from dpkit.textmetrics import measure_texts
 from dpkit.validate import ParameterError, check_in_range, check_int
 
@@ -89,7 +93,6 @@ def score(truth: Sequence, predicted: Sequence, *, n_bootstrap: int = 1000, conf
 
 def _embed(texts: Sequence[str], embedder) -> np.ndarray:
     if embedder is None:
-        from dpkit.models.embed import load_embedder
         embedder = load_embedder()
     return np.asarray(embedder.encode([str(t) for t in texts]), dtype=np.float64)
 
@@ -140,9 +143,6 @@ def evaluate(train_texts: Sequence[str], train_labels: Sequence, test_texts: Seq
 
 # ----------------------------------------------------------------------- CLI
 def _evaluate_command(args: argparse.Namespace) -> int:
-    from dpkit import runtime
-    from dpkit.data.tables import read_table
-
     runtime.set_offline()
     def read(flag, path, text_column, label_column):
         try:
@@ -162,7 +162,6 @@ def _evaluate_command(args: argparse.Namespace) -> int:
             message += " (--synthetic takes the synthetic.jsonl of a labelled dpkit synth release)"
         print(f"dpkit evaluate: {message}", file=sys.stderr)
         return 2
-    from dpkit.models.embed import load_embedder
 
     embedder = load_embedder()
     document_type = args.document_type or _release_document_type(args.synthetic)
@@ -190,8 +189,6 @@ def _evaluate_command(args: argparse.Namespace) -> int:
 
 def _release_document_type(synthetic_path: str) -> str | None:
     """The ``document_type`` in the ``config.json`` beside a release's synthetic.jsonl, if it records one."""
-    from pathlib import Path
-
     config = Path(synthetic_path).with_name("config.json")
     try:
         value = json.loads(config.read_text()).get("document_type")

@@ -22,6 +22,7 @@ import contextlib
 import json
 import math
 import os
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
@@ -63,8 +64,6 @@ def atomic_folder(path: str | os.PathLike, *, replace: bool = False) -> Iterator
     ``replace=False`` refuses an existing ``path`` (ParameterError); ``replace=True``
     removes it just before the rename. On an exception the staging folder is removed.
     """
-    import shutil
-
     path = Path(path)
     if path.exists() and not replace:
         raise ParameterError("path", str(path), "already exists; it is written once")

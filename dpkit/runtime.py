@@ -7,12 +7,37 @@ library is imported, so a missing file fails loudly instead of downloading.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import json
 import os
 import sys
 import warnings
 from pathlib import Path
 from typing import Any, Mapping
+
+import numpy as np
+
+from dpkit.io import atomic_write_text, to_jsonable
+
+_RELEASE_MODE = contextvars.ContextVar("dpkit_release_mode", default=False)
+
+
+@contextlib.contextmanager
+def release_mode(active: bool = True):
+    """Within this block (when ``active``), the process makes a release: no seed is written anywhere that
+    outlives it (the response cache of :mod:`dpkit.backends.cache` then caches no sampled request)."""
+    token = _RELEASE_MODE.set(bool(active) or _RELEASE_MODE.get())
+    try:
+        yield
+    finally:
+        _RELEASE_MODE.reset(token)
+
+
+def in_release_mode() -> bool:
+    """Whether the current context is a release (see :func:`release_mode`)."""
+    return _RELEASE_MODE.get()
+
 
 OFFLINE_VARIABLES = {
     "HF_HUB_OFFLINE": "1",
@@ -145,8 +170,6 @@ def write_results(results_path: str | os.PathLike | None, results: Mapping[str, 
     Contract of every notebook: each epsilon/delta it claims appears under a key
     containing "epsilon"/"delta", and every reported metric appears too.
     """
-    from dpkit.io import atomic_write_text, to_jsonable
-
     payload = to_jsonable(dict(results), nonfinite="string")
     if results_path:
         atomic_write_text(results_path, json.dumps(payload, indent=2, sort_keys=True))
@@ -161,8 +184,6 @@ def glue(**values: Any) -> dict[str, Any]:
     specifications apply. Outside a book build (myst-nb not installed) nothing is glued.
     Returns the plain values.
     """
-    import numpy as np
-
     plain = {k: (v.item() if isinstance(v, np.generic) else v) for k, v in values.items()}
     try:
         from myst_nb import glue as myst_glue

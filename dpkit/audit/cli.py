@@ -18,6 +18,9 @@ import argparse
 import json
 import sys
 
+from dpkit.io import to_jsonable
+from dpkit.validate import ParameterError
+
 
 def _list(args: argparse.Namespace) -> int:
     from dpkit.audit import registry
@@ -37,8 +40,6 @@ def _list(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from dpkit.audit import registry
-    from dpkit.io import to_jsonable
-    from dpkit.validate import ParameterError
 
     try:
         spec = registry.get(args.name)
@@ -67,7 +68,6 @@ def _run(args: argparse.Namespace) -> int:
 
 def _samples(args: argparse.Namespace) -> int:
     from dpkit.audit.power import samples_needed
-    from dpkit.validate import ParameterError
 
     try:
         if not args.violation > args.claim:

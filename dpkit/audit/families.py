@@ -26,6 +26,7 @@ overfitting:
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from itertools import combinations
 
@@ -254,8 +255,6 @@ def _fit(learner: str, A: np.ndarray, B: np.ndarray, seed: int):
 def learned_family(learner: str, A: np.ndarray, B: np.ndarray, confidence: float, delta: float,
                    seed: int = 0) -> Candidate | None:
     """DP-Sniper's learned statistic: fit on the first half, threshold its score on the second."""
-    import warnings
-
     A1, A2 = _halves(A)
     B1, B2 = _halves(B)
     if min(len(A1), len(B1), len(A2), len(B2)) < 10:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpkit.validate import check_int, check_positive
+from dpkit.validate import ParameterError, check_int, check_positive
 
 __all__ = ["statdp_patterns"]
 
@@ -49,7 +49,6 @@ def audit_pairs(mechanism, pairs: dict, *, samples: int, rng, search_samples: in
     ``search`` maps each pair's name to its search bound.
     """
     from dpkit.audit.tester import audit
-    from dpkit.validate import ParameterError
 
     if not pairs:
         raise ParameterError("pairs", pairs, "must name at least one (d0, d1) pair")

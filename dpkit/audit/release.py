@@ -41,7 +41,8 @@ from dpkit.audit.canaries import DEFAULT_CANARIES, Canaries, canaries_from_texts
 from dpkit.audit.one_run import epsilon_lower_bound
 from dpkit.audit.roc import auroc, tpr_at_fpr
 from dpkit.audit.scorers import DEFAULT_SCORERS, scorer
-from dpkit.validate import ParameterError, check_in_range, check_positive
+from dpkit.methods import Records
+from dpkit.validate import ParameterError, check_choice, check_in_range, check_positive
 
 
 @dataclass
@@ -108,8 +109,6 @@ def audited_records(records, canaries: Canaries, included: np.ndarray, rng: np.r
                     decoys: Canaries | None = None):
     """The user's records plus the included canaries (or, with ``decoys``, each excluded canary's decoy),
     in a public random order."""
-    from dpkit.methods import Records
-
     slots = range(len(canaries))
     chosen = [(canaries, i) if included[i] else (decoys, i) for i in slots if included[i] or decoys is not None]
     texts = list(records.texts) + [source.texts[i] for source, i in chosen]
@@ -157,9 +156,6 @@ def audit_release(synthesize, records, *, canaries=None, claimed_epsilon: float,
     the coin flips and the tie-breaks (None: fresh entropy). ``scorers``: names
     from :mod:`dpkit.audit.scorers` (``FAST_SCORERS`` skips the embedding model).
     """
-    from dpkit.methods import Records
-    from dpkit.validate import check_choice
-
     check_choice("neighbouring", neighbouring, NEIGHBOURING)
     if not isinstance(records, Records):
         raise ParameterError("records", records, "must be a dpkit.methods.Records")

@@ -16,6 +16,7 @@ or label of the input. Exit 0 whatever the verdict; 2 on bad arguments.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import secrets
 import sys
@@ -23,7 +24,11 @@ import tempfile
 from dataclasses import fields, replace
 from pathlib import Path
 
+from dpkit import runtime
 from dpkit.audit.scorers import DEFAULT_SCORERS
+from dpkit.io import atomic_write_text, to_jsonable
+from dpkit.methods.base import config_dict
+from dpkit.validate import ParameterError, check_in_range, check_int
 
 SMOKE_CANARIES = 200   # --smoke without --canaries: the cap on the bound is then 3.0 (see dpkit.audit.canaries)
 
@@ -39,8 +44,6 @@ def _synth_args(args: argparse.Namespace) -> argparse.Namespace:
 
 
 def _value(text: str, current):
-    from dpkit.validate import ParameterError
-
     if isinstance(current, bool):
         if text.lower() in ("true", "false"):
             return text.lower() == "true"
@@ -61,8 +64,6 @@ def _value(text: str, current):
 
 def apply_settings(config, pairs):
     """``config`` with ``--set key=value`` pairs applied, where ``dpkit synth``'s planning does not do it."""
-    from dpkit.validate import ParameterError
-
     names = {f.name for f in fields(config)}
     changes = {}
     for pair in pairs or ():
@@ -76,16 +77,11 @@ def apply_settings(config, pairs):
 
 def _plan_applies_set() -> bool:
     """Whether ``dpkit synth``'s planning applies ``--set`` itself (:mod:`dpkit.methods.settings`)."""
-    import importlib.util
-
     return importlib.util.find_spec("dpkit.methods.settings") is not None
 
 
 def _audit_state(root: Path, settings: dict) -> dict:
     """DIR/audit.json: created on the first run, read (and compared) on a resume."""
-    from dpkit.io import atomic_write_text
-    from dpkit.validate import ParameterError
-
     path = root / "audit.json"
     if path.exists():
         state = json.loads(path.read_text(encoding="utf-8"))
@@ -103,11 +99,8 @@ def _audit_state(root: Path, settings: dict) -> dict:
 def run_release_audit(args: argparse.Namespace) -> dict:
     """Plan, then audit; returns the result dict (raises ParameterError on bad input)."""
     from dpkit.audit.release import audit_release, neighbouring_for
-    from dpkit.io import atomic_write_text
-    from dpkit.methods.base import config_dict
     from dpkit.methods.execution import execute
     from dpkit.methods.request import plan
-    from dpkit.validate import ParameterError, check_in_range, check_int
 
     from dpkit.audit.scorers import scorer
 
@@ -147,10 +140,7 @@ def run_release_audit(args: argparse.Namespace) -> dict:
 
 
 def _release(args: argparse.Namespace) -> int:
-    from dpkit import runtime
     from dpkit.backends.base import BackendError
-    from dpkit.io import to_jsonable
-    from dpkit.validate import ParameterError
 
     runtime.set_offline()
     try:

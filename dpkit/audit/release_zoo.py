@@ -25,11 +25,15 @@ cheapest: the audits of the private parts use it (``backend=None`` picks it).
 
 from __future__ import annotations
 
+from collections import Counter
 from contextlib import contextmanager
+from dataclasses import replace
 
 import numpy as np
 
+from dpkit import methods  # the method modules load on first use (PyTorch)
 from dpkit.backends.base import Backend
+from dpkit.validate import ParameterError
 
 
 class EchoBackend(Backend):
@@ -70,9 +74,7 @@ def copy_fraction(fraction: float = 0.1, seed=None):
 def method(name: str, epsilon: float, *, smoke: bool = True, backend=None, seed=None, **changes):
     """dpkit method ``name`` (kps, pp, dpst) as a black box; ``backend=None``: :class:`EchoBackend`
     for kps and dpst (pp needs the local model: ``backend`` is then ignored)."""
-    from dpkit.methods import METHODS
-
-    module = METHODS[name]
+    module = methods.METHODS[name]
     config = _config(module, epsilon, smoke, changes)
     if backend is None and name != "pp":
         backend = EchoBackend()
@@ -87,10 +89,6 @@ def method(name: str, epsilon: float, *, smoke: bool = True, backend=None, seed=
 def _config(module, epsilon: float, smoke: bool, changes: dict):
     """The method's (smoke) configuration at ``epsilon`` with ``changes``; validated as a whole, so a
     smoke preset whose own defaults do not fit ``epsilon`` (pp at epsilon 1) takes the changes that do."""
-    from dataclasses import replace
-
-    from dpkit.validate import ParameterError
-
     if not smoke:
         return module.Config(epsilon=epsilon, **changes)
     try:
@@ -101,8 +99,6 @@ def _config(module, epsilon: float, smoke: bool, changes: dict):
 
 def _raw_vocabulary(texts, vocabulary, S, N, eps_voc, rng, **options):
     """The bug: the input's own words ranked by their raw document counts, no noise."""
-    from collections import Counter
-
     from dpkit.kps import vocabulary as vocab
 
     contract = vocab.private_vocabulary(texts, vocabulary, S, min(N, len(vocabulary)), eps_voc, rng).contract

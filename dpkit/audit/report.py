@@ -16,12 +16,17 @@ report means "no evidence of a violation", never a proof of privacy.
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from dpkit.data import load_medical_specialties, medical_vocabulary
+from dpkit.kps.rff import RandomFourierFeatures
+from dpkit.models.embed import load_embedder
 from dpkit.validate import ParameterError
 
 __all__ = ["SensitivityCheck", "recheck_sensitivity", "audit_names_for", "checklist", "verdict"]
@@ -73,8 +78,6 @@ def _vocabulary(contract: Mapping[str, Any]) -> SensitivityCheck:
 
 
 def _dpkde(contract: Mapping[str, Any]) -> SensitivityCheck:
-    from dpkit.kps.rff import RandomFourierFeatures
-
     if (gap := _missing(contract, ["I", "W"])) is not None:
         return gap
     I, W = int(_params(contract)["I"]), float(_params(contract)["W"])
@@ -348,12 +351,9 @@ def example_kps_run(seed: int = 0, real_embedder: bool = True, max_per_class: in
     Returns ``(ledger_dict, params)``. ``real_embedder=False`` uses the hashed
     bag-of-words embedder (public and deterministic) instead of MiniLM, for speed.
     """
-    from dpkit.data import load_medical_specialties, medical_vocabulary
     from dpkit.kps.pipeline import KPSConfig, fit_kps
 
     if real_embedder:
-        from dpkit.models.embed import load_embedder
-
         embedder = load_embedder()
     else:
         from dpkit.dpst.hashing import HashEmbedder
@@ -379,9 +379,6 @@ def load_ledger_source(path) -> tuple[dict, dict]:
     From a run (:class:`dpkit.runs.Run`) the params are the manifest's ``params``
     plus its ``seed`` and package versions (for the transparency item).
     """
-    import json
-    from pathlib import Path
-
     path = Path(path)
     if path.is_dir():
         path = path / "manifest.json"

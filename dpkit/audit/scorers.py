@@ -19,6 +19,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from dpkit.models.embed import load_embedder
 from dpkit.validate import ParameterError
 
 WORD = re.compile(r"[a-z]+")
@@ -74,8 +75,6 @@ def char_scores(canary_texts: Sequence[str], release_texts: Sequence[str], n: in
 def embedding_scores(canary_texts: Sequence[str], release_texts: Sequence[str], embedder=None) -> np.ndarray:
     """Largest cosine similarity of each canary to a release text (bundled MiniLM unless ``embedder``)."""
     if embedder is None:
-        from dpkit.models.embed import load_embedder
-
         embedder = load_embedder()
     texts = sorted({t for t in release_texts if t.strip()})   # each distinct text once
     if not texts:

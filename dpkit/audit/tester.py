@@ -29,11 +29,14 @@ it never passes.
 
 from __future__ import annotations
 
+import functools
+import json
 import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from dpkit.audit import families as fam
 from dpkit.audit.events import FeatureEvent, SetEvent, check_outputs, jsonable, numeric_matrix
@@ -180,12 +183,8 @@ def _one_thread(function):
     spin while they wait: on a busy machine an audit of minutes became tens of
     minutes. One thread also makes a fit the same on every machine.
     """
-    import functools
-
     @functools.wraps(function)
     def wrapped(*args, **kwargs):
-        from threadpoolctl import threadpool_limits
-
         with threadpool_limits(limits=1):
             return function(*args, **kwargs)
 
@@ -349,8 +348,6 @@ def audit(mechanism: Mechanism, d0, d1, *, samples: int, rng: np.random.Generato
 
 def _is_small(value) -> bool:
     try:
-        import json
-
         return len(json.dumps(_jsonable(value))) <= 4000
     except (TypeError, ValueError):
         return False

@@ -20,6 +20,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from dpkit import runtime
 from dpkit.backends.base import Backend, BackendError, GenerationParams
 from dpkit.backends.cache import ResponseCache, cache_key
 from dpkit.backends.guard import PrivateTextError, require_sendable
@@ -43,8 +44,6 @@ __all__ = [
 
 def default_cache() -> ResponseCache:
     """The shared response cache under :func:`dpkit.runtime.cache_dir` (``responses/``)."""
-    from dpkit import runtime
-
     return ResponseCache(runtime.cache_dir() / "responses")
 
 

@@ -17,8 +17,6 @@ seed is part of the key and the entry.
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import hashlib
 import json
 import os
@@ -26,25 +24,8 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from dpkit.io import atomic_write_text, dumps
+from dpkit.runtime import in_release_mode, release_mode  # noqa: F401 (release_mode: the block a run opens)
 from dpkit.validate import ParameterError
-
-
-_RELEASE_MODE = contextvars.ContextVar("dpkit_release_mode", default=False)
-
-
-@contextlib.contextmanager
-def release_mode(active: bool = True):
-    """Within this block (when ``active``), no seed is written to the cache: sampled requests are not cached."""
-    token = _RELEASE_MODE.set(bool(active) or _RELEASE_MODE.get())
-    try:
-        yield
-    finally:
-        _RELEASE_MODE.reset(token)
-
-
-def in_release_mode() -> bool:
-    """Whether the current context is a release (see :func:`release_mode`)."""
-    return _RELEASE_MODE.get()
 
 
 def cacheable_params(params: Mapping[str, Any]) -> dict[str, Any] | None:

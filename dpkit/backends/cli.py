@@ -20,11 +20,14 @@ import os
 import sys
 from pathlib import Path
 
+from dpkit import runtime
+from dpkit.models.named import LOCAL_MODEL_HELP, is_named
+from dpkit.runs import Run, RunCorruptError, RunInUseError, generate_records
+from dpkit.validate import ParameterError, check_int
+
 
 def _generate(args: argparse.Namespace) -> int:
     from dpkit.backends import BackendError, PrivateTextError
-    from dpkit.runs import RunCorruptError, RunInUseError
-    from dpkit.validate import ParameterError
 
     try:
         job = _prepare(args)
@@ -51,10 +54,8 @@ def _reason(error: BaseException) -> str:
 
 def _prepare(args: argparse.Namespace):
     """Everything is validated, and the backend built, before the run folder is created."""
-    from dpkit import runtime
     from dpkit.backends import GenerationParams, get_backend
     from dpkit.privacy.marks import Public
-    from dpkit.validate import ParameterError, check_int
 
     runtime.setup()
     path = Path(args.prompts)
@@ -79,7 +80,6 @@ def _prepare(args: argparse.Namespace):
         raise ParameterError("--public", False, f"is needed with the {backend.name!r} backend, which sends the "
                              "prompts off this machine: only text that was never private may go as it is (declare "
                              "it with --public); private text must first go through a dpkit DP mechanism")
-    from dpkit.models.named import is_named
 
     if name == "local" and args.model is not None and not is_named(args.model):
         looks_like_path = args.model.startswith(("/", ".", "~")) or args.model.count("/") != 1
@@ -93,8 +93,6 @@ def _prepare(args: argparse.Namespace):
 
 
 def _run(args: argparse.Namespace, prompts, backend, generation, params, batch_size) -> int:
-    from dpkit.runs import Run, generate_records
-
     run = Run(args.out, params=params, seed=args.seed)
     generate_records(run, backend, prompts, batch_size=batch_size, desc="generate",
                      on_record=lambda key: print(f"record {key}", flush=True), **generation)
@@ -104,8 +102,6 @@ def _run(args: argparse.Namespace, prompts, backend, generation, params, batch_s
 
 
 def register(subparsers) -> None:
-    from dpkit.models.named import LOCAL_MODEL_HELP
-
     p = subparsers.add_parser("generate", help="resumable generation over a file of prompts")
     p.add_argument("prompts", help="text file, one prompt per line")
     p.add_argument("--out", required=True, help="run folder (rerun the same command to resume)")

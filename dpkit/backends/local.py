@@ -33,6 +33,7 @@ from typing import Any
 from dpkit.backends.base import Backend, GenerationParams
 from dpkit.backends.cache import ResponseCache
 from dpkit.backends.guard import require_sendable
+from dpkit.models.named import display_name, resolve_model
 from dpkit.privacy.marks import is_sealed
 from dpkit.validate import ParameterError, check_int
 
@@ -106,7 +107,6 @@ class LocalBackend(Backend):
                  cache: ResponseCache | None = None, strict: bool = False, lm: Any = None,
                  runtime: str | None = None):
         from dpkit.models.lm import BUNDLED_LM
-        from dpkit.models.named import display_name, resolve_model
 
         self.batch_size = check_int("batch_size", batch_size, minimum=1)
         shown = display_name(model)

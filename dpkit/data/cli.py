@@ -14,6 +14,9 @@ import json
 import sys
 
 from ..validate import ParameterError
+from .provenance import SOURCES, provenance
+from .registry import load_dataset
+from .vocabulary import english_vocabulary, medical_vocabulary
 
 
 def register(subparsers) -> None:
@@ -50,8 +53,6 @@ def _fail(error: ParameterError) -> int:
 
 
 def _describe(args) -> int:
-    from .registry import load_dataset
-
     try:
         ds = load_dataset(args.name, n_classes=args.n_classes, max_per_class=args.max_per_class,
                           test_fraction=args.test_fraction, seed=args.seed)
@@ -72,8 +73,6 @@ def _describe(args) -> int:
 
 
 def _vocabulary(args) -> int:
-    from .vocabulary import english_vocabulary, medical_vocabulary
-
     function = english_vocabulary if args.which == "english" else medical_vocabulary
     try:
         words = function() if args.n is None else function(args.n)
@@ -89,8 +88,6 @@ def _vocabulary(args) -> int:
 
 
 def _provenance(args) -> int:
-    from .provenance import SOURCES, provenance
-
     rows = [provenance(name) for name in SOURCES]
     if args.json:
         print(json.dumps(rows))

@@ -6,10 +6,12 @@ deterministic (by frequency, ties alphabetical), so ``vocab[:k]`` is a stable pr
 
 from __future__ import annotations
 
+import html
 import re
 from collections import Counter
 from functools import lru_cache
 
+from ..models.packages import MissingPackageError, package_dir
 from ..validate import ParameterError, check_int
 
 _WORD = re.compile(r"^[a-z]+$")
@@ -65,7 +67,6 @@ def english_vocabulary(n: int = 10_000, *, min_length: int = 2,
     min_length = check_int("min_length", min_length, minimum=1)
     if not isinstance(remove_stop_words, bool):
         raise ParameterError("remove_stop_words", remove_stop_words, "must be True or False")
-    from ..models.packages import package_dir
 
     package_dir("wordfreq", "wordfreq")
     words = _english(n, min_length, remove_stop_words)
@@ -94,8 +95,6 @@ def _phrases(description: str, max_words: int) -> set[str]:
 
 
 def _icd_tabular_file():
-    from ..models.packages import MissingPackageError, package_dir
-
     folder = package_dir("simple_icd_10_cm", "simple-icd-10-cm") / "data"
     files = sorted(folder.glob("*tabular*.xml"))
     if not files:
@@ -114,8 +113,6 @@ def _icd_categories() -> tuple[tuple[str, ...], ...]:
     Read with one regular expression over the tabular XML (every ``<diag>`` opens with its
     ``<name>`` and ``<desc>``); ten times faster than building the element tree.
     """
-    import html
-
     groups: dict[str, list[str]] = {}
     for code, description in _DIAG.findall(_icd_tabular_file().read_text(encoding="utf-8")):
         groups.setdefault(code[:3], []).append(html.unescape(description))

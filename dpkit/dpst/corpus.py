@@ -29,8 +29,11 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from dpkit.io import atomic_path
+from dpkit import runtime
+from dpkit.data import load_news_articles
 from dpkit.dpst.index import BruteForceIndex, IndexFactory, VectorIndex
+from dpkit.io import atomic_path
+from dpkit.models.embed import load_embedder
 from dpkit.validate import ParameterError, check_int
 
 EXTRACTION_VERSION = "svo-2"  # svo-2: fallbacks for short texts
@@ -143,7 +146,6 @@ def build_triple_bank(texts: Sequence[str], embedder=None, dedup: bool = True, t
     if not triples:
         raise ParameterError("texts", f"<{len(texts)} texts>", "yielded no triple; give more public text")
     if embedder is None:
-        from dpkit.models.embed import load_embedder
         embedder = load_embedder()
     embeddings = _unit(embedder.encode(triples))
     info = dict(meta or {})
@@ -194,8 +196,6 @@ def load_public_corpus(k: int = 50, n_articles: int | None = 300, max_chars: int
     perplexity, as for private documents; slow on a CPU). The bank and the clustering are cached as ``.npz`` under
     ``folder`` (default ``cache_dir()/dpst``); a cached corpus loads in milliseconds.
     """
-    from dpkit import runtime
-
     k = check_int("k", k, minimum=1)
     if n_articles is not None:
         n_articles = check_int("n_articles", n_articles, minimum=1)
@@ -220,8 +220,6 @@ def load_public_corpus(k: int = 50, n_articles: int | None = 300, max_chars: int
         bank = TripleBank.load(bank_path)
     else:
         if own is None:
-            from dpkit.data import load_news_articles
-
             news = load_news_articles(max_documents=n_articles, max_chars=max_chars)
             own = list(news.train_texts) + list(news.test_texts)
         bank = build_triple_bank(own, threshold=threshold, num_perm=num_perm, scorer=scorer, meta=bank_params)

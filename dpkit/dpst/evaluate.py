@@ -22,12 +22,13 @@ from typing import Sequence
 
 import numpy as np
 
+from dpkit.evaluation import classifier
+from dpkit.models.embed import load_embedder
 from dpkit.validate import ParameterError, check_int
 
 
 def _embed(texts: Sequence[str], embedder) -> np.ndarray:
     if embedder is None:
-        from dpkit.models.embed import load_embedder
         embedder = load_embedder()
     return embedder.encode(list(texts))
 
@@ -43,8 +44,6 @@ def semantic_similarity(originals: Sequence[str], outputs: Sequence[str], embedd
 
 def fit_classifier(features: np.ndarray, labels: Sequence[int], seed: int = 0):
     """The project's classifier (:func:`dpkit.evaluation.classifier`) fitted on embeddings."""
-    from dpkit.evaluation import classifier
-
     labels = np.asarray(labels)
     if len(np.unique(labels)) < 2:
         raise ParameterError("labels", labels, "need at least two classes")

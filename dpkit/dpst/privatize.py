@@ -64,6 +64,7 @@ import numpy as np
 
 from dpkit.dpst import mechanism
 from dpkit.dpst.corpus import TripleCorpus
+from dpkit.models.embed import load_embedder
 from dpkit.privacy import PrivacyContract, PrivacyLedger
 from dpkit.privacy.marks import Privatized, release_texts, require_marked
 from dpkit.validate import ParameterError, check_choice, check_in_range, check_int, check_positive, check_rng
@@ -194,7 +195,6 @@ class DPST:
     @property
     def embedder(self):
         if self._embedder is None:
-            from dpkit.models.embed import load_embedder
             self._embedder = load_embedder()
         return self._embedder
 

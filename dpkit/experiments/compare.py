@@ -25,7 +25,7 @@ from typing import Sequence
 
 import numpy as np
 
-from dpkit.methods import dpst, kps, pp
+from dpkit import methods  # the method modules load PyTorch on first use, not on import (dpkit --help)
 from dpkit.validate import check_int
 
 #: The epsilon at which a pipeline runs for the "epsilon = infinity" (noise off) column.
@@ -80,15 +80,15 @@ def configs(epsilon: float, sizes: Sizes, *, document_type: str, vocabulary: str
     """Each method's public Config at ``epsilon`` (``math.inf`` -> :data:`NOISE_OFF_EPSILON`)."""
     eps = NOISE_OFF_EPSILON if math.isinf(epsilon) else float(epsilon)
     out = {
-        "kps": kps.Config(epsilon=eps, n_per_class=sizes.per_class, vocabulary=vocabulary, N=sizes.kps_N,
+        "kps": methods.kps.Config(epsilon=eps, n_per_class=sizes.per_class, vocabulary=vocabulary, N=sizes.kps_N,
                           L=sizes.kps_L, n_features=sizes.kps_features, bandwidth=sizes.kps_bandwidth,
                           few_shot=sizes.kps_few_shot, temperature=sizes.kps_temperature, document_type=document_type,
                           max_new_tokens=sizes.max_new_tokens),
-        "pp": pp.Config(epsilon=eps, n_batches=sizes.pp_per_class or sizes.per_class,
+        "pp": methods.pp.Config(epsilon=eps, n_batches=sizes.pp_per_class or sizes.per_class,
                         expected_batch_size=sizes.pp_batch_size, clip=sizes.pp_clip,
                         temperature=sizes.pp_temperature, top_k=sizes.pp_top_k,
                         max_new_tokens=sizes.pp_max_new_tokens or sizes.max_new_tokens),
-        "dpst": dpst.Config(epsilon=eps, k=sizes.dpst_k, reconstruct=sizes.dpst_reconstruct,
+        "dpst": methods.dpst.Config(epsilon=eps, k=sizes.dpst_k, reconstruct=sizes.dpst_reconstruct,
                             label_share=sizes.dpst_label_share, max_new_tokens=sizes.max_new_tokens),
     }
     if smoke:

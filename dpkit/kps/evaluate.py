@@ -20,6 +20,7 @@ from typing import Sequence
 
 import numpy as np
 
+from dpkit.evaluation import METRICS, evaluate
 from dpkit.validate import ParameterError, check_finite_array, check_int, check_positive
 
 
@@ -110,8 +111,6 @@ def evaluate_corpus(train_texts: Sequence[str], train_labels, test_texts: Sequen
     trained twice on the same features, without and with the Deep CORAL term:
     ``accuracy_mlp`` and ``accuracy_coral`` differ only by that term.
     """
-    from dpkit.evaluation import METRICS, evaluate
-
     x_train = embedder.encode(list(train_texts))
     x_test = embedder.encode(list(test_texts)) if test_embeddings is None else test_embeddings
     scores = evaluate(train_texts, train_labels, test_texts, test_labels, embedder=embedder, train_features=x_train,

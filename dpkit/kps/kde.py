@@ -49,7 +49,7 @@ from typing import Sequence
 
 import numpy as np
 
-from dpkit.kps.rff import FEATURE_BOUND, RandomFourierFeatures
+from dpkit.kps.rff import FEATURE_BOUND, RandomFourierFeatures, gaussian_kernel
 from dpkit.privacy.contract import PrivacyContract
 from dpkit.privacy.laplace import Laplace
 from dpkit.validate import (ParameterError, check_choice, check_finite_array, check_int,
@@ -267,8 +267,6 @@ def dpkde_mechanism(n_features: int, epsilon: float, *, document_weight: float =
 
 def exact_scores(vectors, points, bandwidth: float, weights=None) -> np.ndarray:
     """The exact (non-private) weighted kernel sum the DP-KDE estimates, for checks and plots."""
-    from dpkit.kps.rff import gaussian_kernel
-
     kernel = gaussian_kernel(points, vectors, bandwidth)
     if weights is None:
         weights = np.ones(kernel.shape[1])

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import math
+import tomllib
 import types
 import typing
 from dataclasses import fields
@@ -125,8 +126,6 @@ def read_config_file(path: str, config_type, method: str) -> dict[str, Any]:
         raise ParameterError("--config", str(path), f"cannot be read ({error.strerror})") from None
     try:
         if suffix == ".toml":
-            import tomllib
-
             data = tomllib.loads(text)
         else:
             data = json.loads(text)

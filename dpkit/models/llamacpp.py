@@ -47,7 +47,9 @@ from typing import Sequence, Union
 
 import numpy as np
 
+from dpkit import runtime
 from dpkit.models.llamacpp_batch import OPEN_CONTEXTS, SequenceContext
+from dpkit.models.packages import smollm2_gguf
 from dpkit.models.voice import OpeningBan, cut_at_stop, split_prefill
 from dpkit.validate import ParameterError, check_int, check_positive
 
@@ -106,7 +108,6 @@ def _import_llama_cpp():
 
 def _gguf_path(model: str | os.PathLike | None) -> tuple[Path, str]:
     from dpkit.models.lm import BUNDLED_LM
-    from dpkit.models.packages import smollm2_gguf
 
     if model is None:
         return smollm2_gguf(), BUNDLED_LM
@@ -130,8 +131,6 @@ def eight_bit_copy(source: Path) -> Path:
     block's largest weight), far below the 4-bit rounding already in the file.
     Made once (under a second), written atomically, reused afterwards.
     """
-    from dpkit import runtime
-
     target = runtime.cache_dir() / f"{source.stem}.{source.stat().st_size}.q8_0.gguf"
     if target.exists():
         return target

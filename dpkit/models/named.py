@@ -24,6 +24,7 @@ import hashlib
 import os
 from pathlib import Path
 
+from dpkit import runtime
 from dpkit.models.packages import MissingPackageError, package_dir
 from dpkit.validate import ParameterError
 
@@ -69,8 +70,6 @@ def qwen_parts() -> list[Path]:
 
 def qwen_gguf() -> Path:
     """The joined GGUF of Qwen2.5-Coder-1.5B-Instruct in the dpkit cache (made once, verified, atomic)."""
-    from dpkit import runtime
-
     target = runtime.cache_dir() / QWEN_FILE
     if target.exists() and target.stat().st_size == QWEN_SIZE:
         return target

@@ -16,7 +16,7 @@ import argparse
 import json
 import sys
 
-from dpkit.validate import ParameterError
+from dpkit.validate import ParameterError, check_int, check_positive, check_probability
 
 _FLAGS = {"svt_sigma": "--svt-sigma", "batch_size": "--batch-size"}
 
@@ -66,7 +66,6 @@ def _emit(result: dict, as_json: bool, lines: list[str]) -> int:
 
 def _zcdp_command(args: argparse.Namespace) -> int:
     from dpkit.privacy.zcdp import epsilon_to_zcdp, zcdp_to_epsilon, zcdp_to_epsilon_bun_steinke
-    from dpkit.validate import check_positive, check_probability
 
     try:
         delta = check_probability("delta", args.delta)
@@ -94,7 +93,6 @@ def _zcdp_command(args: argparse.Namespace) -> int:
 def _private_prediction_command(args: argparse.Namespace) -> int:
     from dpkit.privacy.private_prediction import (check_batch_size, max_private_tokens,
                                                   private_prediction_guarantee, token_grid)
-    from dpkit.validate import check_int, check_positive, check_probability
 
     try:
         delta = check_probability("delta", args.delta)

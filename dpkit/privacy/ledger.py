@@ -20,11 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from dpkit.validate import ParameterError, check_int, check_positive, check_probability
-
+from dpkit.io import atomic_write_text, dumps
 from dpkit.privacy.composition import parallel_epsilon, parallel_rho, sequential_epsilon, sequential_rho
 from dpkit.privacy.contract import PrivacyContract
 from dpkit.privacy.zcdp import zcdp_to_epsilon
+from dpkit.validate import ParameterError, check_int, check_positive, check_probability
 
 _TOLERANCE = 1e-12  # relative slack for floating-point sums when checking a budget
 
@@ -302,8 +302,6 @@ class PrivacyLedger:
 
     def save(self, path: str | os.PathLike) -> Path:
         """Write the ledger as JSON (atomically); returns the path."""
-        from dpkit.io import atomic_write_text, dumps
-
         return atomic_write_text(path, dumps(self.to_dict(), indent=2) + "\n")
 
     @classmethod

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Mapping
 
+from dpkit.runtime import release_mode
+
 
 def generate_records(run: Any, backend: Any, prompts: Mapping | Iterable, *, batch_size: int = 1,
                      make_record: Callable[[str, Any, str], Any] | None = None, desc: str | None = None,
@@ -24,7 +26,6 @@ def generate_records(run: Any, backend: Any, prompts: Mapping | Iterable, *, bat
     ``temperature``, ``seed``...). The completion of a sealed Privatized prompt
     is returned (and stored) as Privatized text with the prompt's provenance.
     """
-    from dpkit.backends.cache import release_mode
     from dpkit.runs.run import _items
     from dpkit.validate import check_int
 
