@@ -93,3 +93,12 @@ def test_the_rise_with_epsilon_by_intervals_and_by_same_seed_pairs(full, section
         assert f"{label} {p['mean']:+.3f} [{p['low']:+.3f}, {p['high']:+.3f}]" in section, method
     assert "the other four paired intervals include 0" in section
     assert re.search(r"a t interval over the 3 differences", section) and len(pairs[HEALTH, "kps"]["seeds"]) == 3
+
+
+def test_the_paired_run_paragraph_is_recomputed_from_its_stored_cells():
+    from dpkit.experiments.paired_report import paired_paragraph
+
+    cells = stored.load_cells(ROOT / "results" / "compare" / "paired-small")
+    assert len({stored.cell_key(b)[3] for b in cells}) >= 5  # the preset's 5 seeds, all stored
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    assert paired_paragraph(cells) in readme
