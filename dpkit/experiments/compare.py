@@ -133,7 +133,10 @@ def pp_decoding_key(config) -> tuple:
 
 #: Metrics that live in [0, 1]: their intervals are clipped to that range.
 UNIT_INTERVAL_METRICS = frozenset({"balanced_accuracy", "macro_f1", "accuracy", "private_fraction", "similarity",
-                                   "attack_private", "attack_original"})
+                                   "attack_private", "attack_original",
+                                   # shares and scores of dpkit.textmetrics
+                                   "assistant_talk", "short_texts", "distinct_1", "distinct_2", "knn_precision",
+                                   "knn_recall", "auroc_real_vs_synthetic"})
 
 
 def t_interval(values: Sequence[float], confidence: float = 0.95,
