@@ -51,6 +51,16 @@ query), and no example is started that its longest form would not fit into the
 remaining ``max_steps``. All of these stopping rules depend on the released
 tokens and public constants only.
 
+The voice's text rules (``stop``, ``banned``, ``min_new_tokens``;
+:class:`dpkit.models.voice.DecodingRules`) remove candidates before the top-k is
+taken -- the token completing a banned assistant opening, and before the public
+minimum length the end tokens and tokens holding a stop sequence -- and end an
+example at a stop sequence. They read the released tokens only, so every row
+(public and private) sees the same restriction; the draw is then the
+exponential mechanism over a public candidate set. ``finish_public``: an example
+that reaches the cap ``r`` without a grammar is finished from the public row
+alone (no private row read, no SVT query), as with a grammar, instead of cut.
+
 Public input rule: a private prompt longer than the model's context minus
 ``max_new_tokens`` keeps its LAST tokens (the answer prefix); a long private
 prompt never aborts a release. (The pipeline first cuts every record to a
