@@ -100,6 +100,13 @@ def test_one_configuration_per_method_with_one_set_of_defaults():
         release = {f.name: f.default for f in dataclasses.fields(config_type) if f.init}
         shared = set(own) & set(release) - {"delta", "max_examples_per_batch"}  # pp: a release states delta,
         assert shared and all(own[name] == release[name] for name in shared)  # and one text per batch
+    from dpkit.privpred.decode import DecodeSettings
+
+    decoding = {f.name: f.default for f in dataclasses.fields(DecodeSettings)}  # one set of decoding defaults
+    library = {f.name: f.default for f in dataclasses.fields(PrivatePredictionConfig)}
+    renamed = {"max_examples": "max_examples_per_batch", "max_steps": "max_steps_per_batch"}
+    shared = {name: default for name, default in decoding.items() if default is not dataclasses.MISSING}
+    assert shared and all(library[renamed.get(name, name)] == default for name, default in shared.items())
     pp = METHODS["pp"].Config(epsilon=4.0)
     assert pp.settings(1).max_new_tokens == pp.max_new_tokens == 32 and not hasattr(pp, "pp_config")
     kps = METHODS["kps"].Config(epsilon=4.0, vocabulary_share=0.25)

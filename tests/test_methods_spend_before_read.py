@@ -13,9 +13,9 @@ import pytest
 
 import dpkit.backends
 import dpkit.kps.pipeline as kps_pipeline
-import dpkit.methods.dpst as dpst_method
 from dpkit.cli import main
 from dpkit.dpst.privatize import DPST
+from dpkit.methods.labels import RandomizedResponse
 
 SAMPLE = "data/own_data_sample.csv"
 
@@ -74,7 +74,7 @@ def test_kps_charges_before_it_reads(tmp_path, monkeypatch):
 def test_dpst_charges_before_it_reads(tmp_path, monkeypatch):
     out, log = tmp_path / "run", []
     watch(monkeypatch, DPST, "prepare", out, log, "triples")
-    watch(monkeypatch, dpst_method, "randomized_response", out, log, "label")
+    watch(monkeypatch, RandomizedResponse, "sample", out, log, "label")
     assert synth(out, "dpst") == 0
     assert first_read(log, "triples") == ["dpst: document-level triples"]
     assert first_read(log, "label") == ["dpst: document-level triples", "dpst: label by randomized response"]

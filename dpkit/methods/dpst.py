@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import inspect
 from pathlib import Path
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -31,7 +31,7 @@ from dpkit.dpst.reconstruct import clean_output, reconstruction_messages, recons
 from dpkit.methods.base import (PrivacyStatement, Records, Release, check_inputs, checkpoint, config_dict,
                                 generate_keyed)
 from dpkit.methods.budget import ledger_guarantee, release_ledger
-from dpkit.methods.labels import label_contract, randomized_response
+from dpkit.methods.labels import RandomizedResponse, label_contract
 from dpkit.privacy import Charge, PrivacyContract
 from dpkit.seeds import generator, int_seed
 from dpkit.validate import ParameterError, check_choice, check_in_range, check_int, check_positive
@@ -124,7 +124,7 @@ class Config:
     @classmethod
     def smoke(cls, epsilon: float, **changes) -> "Config":
         """Tiny sizes: seconds on a CPU (a small cached public corpus)."""
-        return replace(cls(epsilon=epsilon, k=8, n_articles=12, max_new_tokens=8), **changes)
+        return cls(epsilon=epsilon, **{"k": 8, "n_articles": 12, "max_new_tokens": 8, **changes})  # validated once
 
 
 def charges(config: Config, n_labels: int, n_records: int | None = None) -> tuple[Charge, ...]:
@@ -180,10 +180,9 @@ def synthesize(records: Records, config: Config, run, backend, seed_sequence: np
                    for i in range(len(records))]
         labels = None
         if records.labelled:
-            k = len(records.label_set)
             ledger.charge(declared[1])
-            labels = [randomized_response(y, k, eps_label, generator(seed_sequence, 1, i))
-                      for i, y in enumerate(records.labels)]
+            label_mechanism = RandomizedResponse(len(records.label_set), eps_label)  # built once, not per record
+            labels = [label_mechanism.sample(y, generator(seed_sequence, 1, i)) for i, y in enumerate(records.labels)]
         return {"triples": triples, "labels": labels, "contract": mechanism.contract.to_dict()}
 
     released = checkpoint(run, "triples", private_part)

@@ -21,7 +21,7 @@ vocabulary and DP-KDE noise, ``(1, c)`` class ``c``'s sequence sampling,
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -113,7 +113,8 @@ class Config(KPSConfig):
     @classmethod
     def smoke(cls, epsilon: float, **changes) -> "Config":
         """Tiny sizes: seconds on a CPU."""
-        return replace(cls(epsilon=epsilon, n_per_class=2, N=60, L=4, n_features=128, max_new_tokens=8), **changes)
+        return cls(epsilon=epsilon, **{"n_per_class": 2, "N": 60, "L": 4, "n_features": 128, "max_new_tokens": 8,
+                                       **changes})  # built (and validated) once
 
 
 def charges(config: Config, n_labels: int, n_records: int | None = None) -> tuple:

@@ -36,25 +36,41 @@ def keep_probability(k: int, epsilon: float) -> float:
     return 1.0 / (1.0 + (k - 1) * math.exp(-epsilon))
 
 
+class RandomizedResponse:
+    """k-ary randomized response at ``epsilon`` over ``k`` labels, validated once; :meth:`sample` draws
+    one private label (a release builds one and draws every record's label from it)."""
+
+    def __init__(self, k: int, epsilon: float):
+        self.k = check_int("k", k, minimum=1)
+        self.epsilon = check_positive("epsilon", epsilon)
+        self._loss = Fraction(self.epsilon)  # the exact value of the float: the guarantee is for this epsilon
+
+    def sample(self, label: int, rng: np.random.Generator) -> int:
+        """One private label in ``0..k-1``, drawn exactly (see the module docstring)."""
+        label = check_int("label", label, minimum=0, maximum=self.k - 1)
+        check_rng("rng", rng)
+        if self.k == 1:
+            return label
+        while True:
+            proposal = int(rng.integers(self.k))
+            if proposal == label or bernoulli_exp(self._loss, rng):
+                return proposal
+
+    def contract(self, unit: str):
+        """:func:`label_contract` of this mechanism."""
+        return label_contract(self.k, self.epsilon, unit)
+
+
 def randomized_response(label: int, k: int, epsilon: float, rng: np.random.Generator) -> int:
-    """One private label in ``0..k-1``, drawn exactly (see the module docstring)."""
-    k = check_int("k", k, minimum=1)
-    label = check_int("label", label, minimum=0, maximum=k - 1)
-    epsilon = check_positive("epsilon", epsilon)
-    check_rng("rng", rng)
-    if k == 1:
-        return label
-    loss = Fraction(epsilon)  # the exact value of the float: the guarantee is for this epsilon
-    while True:
-        proposal = int(rng.integers(k))
-        if proposal == label or bernoulli_exp(loss, rng):
-            return proposal
+    """One private label in ``0..k-1``, drawn exactly: :meth:`RandomizedResponse.sample`."""
+    return RandomizedResponse(k, epsilon).sample(label, rng)
 
 
 def randomized_responses(label: int, k: int, epsilon: float, rng: np.random.Generator, size: int) -> np.ndarray:
     """``size`` independent draws of :func:`randomized_response` (an audit's sample), as int64."""
     size = check_int("size", size, minimum=0)
-    return np.array([randomized_response(label, k, epsilon, rng) for _ in range(size)], dtype=np.int64)
+    mechanism = RandomizedResponse(k, epsilon)
+    return np.array([mechanism.sample(label, rng) for _ in range(size)], dtype=np.int64)
 
 
 def label_contract(k: int, epsilon: float, unit: str):

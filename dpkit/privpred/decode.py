@@ -111,6 +111,11 @@ class DecodeSettings:
     Eq. 1 clip-and-recenter on the public top-k) or ``"invisibleink"`` (DClip against
     the public row's logits and Top-k+ candidates, :mod:`dpkit.privpred.invisibleink`;
     ``clip`` is then DClip's norm C).
+
+    The defaults here are private prediction's one set of decoding defaults:
+    :class:`~dpkit.privpred.pipeline.PrivatePredictionConfig` (and so ``dpkit synth
+    pp``) reads its own from these fields, and builds its settings with :meth:`settings
+    <dpkit.privpred.pipeline.PrivatePredictionConfig.settings>`.
     """
 
     expected_batch_size: float
@@ -120,8 +125,8 @@ class DecodeSettings:
     public_temperature: float = 1.5
     svt_threshold: float | None = None
     svt_sigma: float | None = None
-    top_k: int | None = None
-    max_new_tokens: int = 64
+    top_k: int | None = 50
+    max_new_tokens: int = 32
     max_examples: int | None = None
     max_steps: int | None = None
     grammar: JsonGrammar | None = None

@@ -58,15 +58,15 @@ is ever written).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Sequence
 
 import numpy as np
 
 from dpkit.privacy import (Charge, PrivacyLedger, max_private_tokens, private_prediction_contract,
                            private_prediction_guarantee, zcdp_to_epsilon)
-from dpkit.privacy.invisibleink import (DEFAULT_VARIANT, check_variant, invisibleink_contract,
-                                        invisibleink_guarantee, invisibleink_max_private_tokens)
+from dpkit.privacy.invisibleink import (check_variant, invisibleink_contract, invisibleink_guarantee,
+                                        invisibleink_max_private_tokens)
 from dpkit.privpred.batching import assign_batches, batch_layout, batch_name
 from dpkit.privpred.decode import DecodeSettings
 from dpkit.privpred.grammar import JsonGrammar
@@ -112,6 +112,9 @@ def resolve_local_lm(model=None, runtime: str | None = None):
                              "refuse private prompts and expose no full logits")
 
 
+_DECODING = {f.name: f.default for f in fields(DecodeSettings)}  # the decoding defaults, stated once there
+
+
 @dataclass(frozen=True)
 class PrivatePredictionConfig:
     """Target guarantee and sampling parameters of a run (validated on construction).
@@ -126,23 +129,24 @@ class PrivatePredictionConfig:
     expected_batch_size: float = 8.0
     clip: float = 2.0
     temperature: float = 1.0
-    public_temperature: float = 1.5
-    svt_threshold: float | None = None
-    svt_sigma: float | None = None
-    top_k: int | None = 50
-    max_new_tokens: int = 32
-    max_examples_per_batch: int | None = None
-    max_steps_per_batch: int | None = None
+    # the decoding parameters take their defaults from DecodeSettings (one set of defaults)
+    public_temperature: float = _DECODING["public_temperature"]
+    svt_threshold: float | None = _DECODING["svt_threshold"]
+    svt_sigma: float | None = _DECODING["svt_sigma"]
+    top_k: int | None = _DECODING["top_k"]
+    max_new_tokens: int = _DECODING["max_new_tokens"]
+    max_examples_per_batch: int | None = _DECODING["max_examples"]
+    max_steps_per_batch: int | None = _DECODING["max_steps"]
     hash_key: str = ""
     max_record_tokens: int = 256
-    grammar: JsonGrammar | None = None   # public: every example a valid record (dpkit.privpred.grammar)
-    private_cache_rows: int = 64   # public memory bounds (dpkit.privpred.private_rows): rows with a cache,
-    private_chunk_rows: int = 8    # and rows recomputed at once; neither changes the output
-    variant: str = DEFAULT_VARIANT  # "amin" (the seed paper) or "invisibleink" (DClip + Top-k+, clip = C)
-    stop: tuple[str, ...] = ()      # the voice's public text rules (dpkit.models.voice), the same for every row:
-    banned: tuple[str, ...] = ()    # stop sequences, banned openings, no end before min_new_tokens, and at the
-    min_new_tokens: int = 0         # cap r the text finished from the public row alone (post-processing)
-    finish_public: bool = False
+    grammar: JsonGrammar | None = _DECODING["grammar"]  # public: every example a valid record (privpred.grammar)
+    private_cache_rows: int = _DECODING["private_cache_rows"]  # public memory bounds (privpred.private_rows): rows
+    private_chunk_rows: int = _DECODING["private_chunk_rows"]  # with a cache, rows recomputed at once; no output change
+    variant: str = _DECODING["variant"]  # "amin" (the seed paper) or "invisibleink" (DClip + Top-k+, clip = C)
+    stop: tuple[str, ...] = _DECODING["stop"]  # the voice's public text rules (dpkit.models.voice), the same for
+    banned: tuple[str, ...] = _DECODING["banned"]  # every row: stop sequences, banned openings, no end before
+    min_new_tokens: int = _DECODING["min_new_tokens"]  # min_new_tokens, and at the cap r the text finished from
+    finish_public: bool = _DECODING["finish_public"]  # the public row alone (post-processing)
 
     def __post_init__(self):
         check_variant(self.variant)
