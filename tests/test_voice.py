@@ -269,6 +269,10 @@ def test_synth_document_type_is_recorded_and_reaches_the_prompt(method, tmp_path
     assert backend.chats and all(any("customer review" in str(m["content"]) for m in chat) for chat in backend.chats)
     assert all(chat[-1]["role"] == "assistant" for chat in backend.chats)          # the opened answer
     assert all(p.stop and p.banned == BANNED_OPENINGS for p in backend.params)
+    if method == "kps":   # the paper's rule holds under the voice: no class is named in a DP-KPS prompt
+        labels = {"billing", "delivery", "product"}   # the sample's label set
+        text = " ".join(str(m["content"]) for chat in backend.chats for m in chat).lower()
+        assert not any(label.lower() in text for label in labels)
 
 
 def test_synth_document_type_bad_input_exits_2(tmp_path, capsys):
