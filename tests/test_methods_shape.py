@@ -128,3 +128,16 @@ def test_the_token_cap_is_computed_once_per_configuration(monkeypatch):
     config = METHODS["pp"].Config(epsilon=4.0)
     config.guarantee(), config.contract(), config.max_private_tokens(), METHODS["pp"].public_rules(config)
     assert len(calls) == 1
+
+
+def test_the_synth_help_states_each_methods_own_smoke_bounds():
+    """``dpkit synth --help`` loads no method module (no PyTorch), so it writes their smoke bounds out: they must
+    be the numbers each method module declares."""
+    from dpkit.cli import build_parser
+
+    synth = build_parser()._subparsers._group_actions[0].choices["synth"]
+    text = " ".join(next(a.help for a in synth._actions if "--smoke" in a.option_strings).split())
+    kps, pp, dpst = METHODS["kps"], METHODS["pp"], METHODS["dpst"]
+    assert f"min(1, {kps.SMOKE_ROWS}/M) (pp {pp.SMOKE_ROWS}/M)" in text, text
+    assert f"the first {dpst.SMOKE_ROWS} rows" in text
+    assert f"at most {kps.SMOKE_MAX_ROWS} rows (pp {pp.SMOKE_MAX_ROWS})" in text
