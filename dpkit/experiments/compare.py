@@ -26,10 +26,11 @@ from typing import Sequence
 import numpy as np
 
 from dpkit import methods  # the method modules load PyTorch on first use, not on import (dpkit --help)
-from dpkit.validate import check_int
+from dpkit.validate import MAX_EPSILON, check_int
 
 #: The epsilon at which a pipeline runs for the "epsilon = infinity" (noise off) column.
-NOISE_OFF_EPSILON = 1e6
+NOISE_OFF_EPSILON = MAX_EPSILON  # the largest budget a Config accepts; cells stored before the cap ran at 1e6
+#                                (their release records it as config_epsilon)
 #: The methods the comparison runs, by their name in :data:`dpkit.methods.METHODS`.
 METHOD_NAMES = ("kps", "pp", "dpst")
 #: Extra rows a comparison may ask for (``--methods``): a name -> the dpkit method that runs it.
