@@ -1,6 +1,6 @@
 """What private decoding costs against plain generation: seconds per token of one non-private text.
 
-The yardstick of "x non-private generation" (issue 34; InvisibleInk's paper reports its cost this way):
+The yardstick of "x non-private generation" (InvisibleInk's paper reports its cost this way):
 :func:`plain_seconds_per_token` times ONE text of ``tokens`` new tokens on the same model and runtime that
 private prediction decodes with, end token masked so that the work is fixed, prefill included. A private
 release's cost per released token divided by it is the multiple. Timings on a shared machine move with its
