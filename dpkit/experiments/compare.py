@@ -60,7 +60,7 @@ class Sizes:
     pp_temperature: float = 2.0      # epsilon = 1 (delta 1e-6) still affords a few private tokens
     max_new_tokens: int = 16
     dpst_k: int = 50
-    dpst_reconstruct: bool = False   # False: release the privatized triples joined as text
+    dpst_reconstruct: bool = False   # False: triples joined as text, as the stored presets were made (True: the LLM rewrite)
     dpst_label_share: float = 0.5    # part of DP-ST's per-record epsilon for its randomized-response label
     pp_per_class: int = 0            # private prediction's texts per label; 0: per_class (a preset may afford fewer)
     pp_max_new_tokens: int = 0       # private prediction's tokens per text; 0: max_new_tokens
@@ -88,9 +88,10 @@ def configs(epsilon: float, sizes: Sizes, *, document_type: str, vocabulary: str
         "pp": methods.pp.Config(epsilon=eps, n_batches=sizes.pp_per_class or sizes.per_class,
                         expected_batch_size=sizes.pp_batch_size, clip=sizes.pp_clip,
                         temperature=sizes.pp_temperature, top_k=sizes.pp_top_k,
-                        max_new_tokens=sizes.pp_max_new_tokens or sizes.max_new_tokens),
+                        max_new_tokens=sizes.pp_max_new_tokens or sizes.max_new_tokens, document_type=document_type),
         "dpst": methods.dpst.Config(epsilon=eps, k=sizes.dpst_k, reconstruct=sizes.dpst_reconstruct,
-                            label_share=sizes.dpst_label_share, max_new_tokens=sizes.max_new_tokens),
+                            label_share=sizes.dpst_label_share, max_new_tokens=sizes.max_new_tokens,
+                            document_type=document_type),
     }
     if smoke:
         out["dpst"] = replace(out["dpst"], n_articles=12)
