@@ -57,7 +57,9 @@ def test_readme_synth_runs(tmp_path, method):
     release = tmp_path / "runs" / f"own-{method}" / "release"
     records = [json.loads(line) for line in (release / "synthetic.jsonl").read_text().splitlines()]
     assert records and all(r["label"] in ("billing", "delivery", "product") for r in records)
-    assert json.loads((release / "config.json").read_text())["method"] == method
+    config = json.loads((release / "config.json").read_text())
+    assert config["method"] == method
+    assert "customer support message" in json.dumps(config)  # --document-type is recorded
 
 
 @pytest.mark.slow
