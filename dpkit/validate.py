@@ -40,8 +40,8 @@ def private_shape(value) -> str:
 def _show(value) -> str:
     if isinstance(value, np.ndarray):
         return f"array(shape={value.shape}, dtype={value.dtype})"
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
+    text = repr(value)  # a long value keeps its start and its end (a file's name is at the end of its path)
+    return text if len(text) <= 80 else text[:38] + "..." + text[-39:]
 
 
 def check_real(name: str, value) -> float:

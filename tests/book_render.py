@@ -30,7 +30,7 @@ CHECKS = {
 # What is not prose: code, typeset maths, and what the theme adds around the article.
 NOT_PROSE = ("pre", "code", "script", "style", "div.highlight", "div.cell_input", "span.math", "div.math",
              "mjx-container", "a.headerlink", "div.output.text_plain", "div.output.stream",
-             "div.output.stderr")
+             "div.output.stderr", "em.property")  # em.property: an API signature's type or value, code
 
 
 def prose_text(html: str) -> str:

@@ -109,7 +109,14 @@ def assert_only_privatized_prompts(api) -> None:
                     | set(PhraseMatcher(medical_vocabulary()).terms))
     shapes = (r"Write one (?:new )?(.+?) that uses all of these terms: (?P<terms>.+)\. Reply with the \1 only\.",
               r"Write one (.+?) about [^.]+\. Reply with the \1 only\.")
-    contents = [m["content"] for body in api.bodies for m in json.loads(body)["messages"]]
+    messages = [m for body in api.bodies for m in json.loads(body)["messages"]]
+    # the voice's public frame (dpkit.models.voice): a system message naming the document type, and the
+    # assistant's turn opened with a quotation mark; nothing else may stand beside the DP-KPS prompt
+    frame = [m for m in messages if m["role"] in ("system", "assistant")]
+    assert all(re.fullmatch(r"You write [^\n]+s\.", m["content"]) for m in frame if m["role"] == "system"), frame
+    assert all(m["content"] == '"' for m in frame if m["role"] == "assistant"), frame
+    contents = [m["content"] for m in messages if m["role"] == "user"]
+    assert contents, "no prompt reached the API"
     for content in contents:
         match = next((m for m in (re.fullmatch(shape, content, flags=re.S) for shape in shapes) if m), None)
         assert match is not None, "a request that is not a DP-KPS prompt reached the API"

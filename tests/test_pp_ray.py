@@ -73,8 +73,7 @@ def test_ray_release_is_byte_identical_survives_a_killed_worker_and_resumes(clus
 
     monkeypatch.setattr(executors, "decode_job", interrupted)
     resumed = tmp_path / "resumed"
-    with pytest.raises(KeyboardInterrupt):
-        pp(resumed)
+    assert pp(resumed) == 130                                       # Ctrl-C: one line and the resume command
     monkeypatch.setattr(executors, "decode_job", decode_job)
     first = written(resumed)
     assert len(first) == 1 and not (resumed / "release").exists()

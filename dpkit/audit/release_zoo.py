@@ -37,7 +37,11 @@ from dpkit.validate import ParameterError
 
 
 class EchoBackend(Backend):
-    """A local backend whose completion is the prompt's last message (no model, no randomness)."""
+    """A local backend whose completion is the prompt's last user message (no model, no randomness).
+
+    The voice's frame (a system message, the assistant's turn opened with a quotation mark) is
+    skipped, so that the completion is the prompt the method wrote.
+    """
 
     name, remote = "echo", False
 
@@ -45,7 +49,7 @@ class EchoBackend(Backend):
         super().__init__("echo")
 
     def _generate(self, chats, params):
-        return [str(chat[-1]["content"]) for chat in chats]
+        return [str(next(m for m in reversed(chat) if m["role"] == "user")["content"]) for chat in chats]
 
 
 def _records_out(records, texts_and_labels) -> list[dict]:
