@@ -76,7 +76,16 @@ def make_handler(api: FakeAPI):
         def _send(self, code: int, body: dict, headers: dict | None = None):
             return self._send_raw(code, json.dumps(body).encode(), headers)
 
+        def _leave(self):
+            """Count this request out once, BEFORE its answer is written: the client may send its next
+            request as soon as it reads the answer, and must not find this one still counted."""
+            if getattr(self, "_counted", False):
+                self._counted = False
+                with api.lock:
+                    api.in_flight -= 1
+
         def _send_raw(self, code: int, data: bytes, headers: dict | None = None):
+            self._leave()
             try:
                 self.send_response(code)
                 self.send_header("content-type", "application/json")
@@ -95,6 +104,7 @@ def make_handler(api: FakeAPI):
                 api.requests.append({"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()}, "json": request})
                 api.in_flight += 1
                 api.max_in_flight = max(api.max_in_flight, api.in_flight)
+                self._counted = True
             try:
                 action = api.next_action()
                 deadline = time.monotonic() + 1.0
@@ -125,8 +135,7 @@ def make_handler(api: FakeAPI):
                     return self._send(200, _anthropic_body(request))
                 return self._send(404, {"error": {"message": "no such route"}})
             finally:
-                with api.lock:
-                    api.in_flight -= 1
+                self._leave()
 
     return Handler
 
