@@ -114,8 +114,24 @@ def test_test_fraction_is_respected_per_class():
     assert all(v == 15 for v in ds.class_counts("test").values())
 
 
+def test_commons_speeches_keep_the_two_largest_parties_without_the_chair():
+    from dpkit.data.commons import commons_party_counts, load_commons_speeches
+
+    counts = commons_party_counts()
+    assert list(counts)[:2] == ["Conservative", "Labour"] and "Speaker" not in counts
+    ds = load_commons_speeches(seed=0)
+    assert ds.label_names == ("Conservative", "Labour")
+    assert sum(ds.class_counts("all").values()) == counts["Conservative"] + counts["Labour"]
+    texts = ds.train_texts + ds.test_texts
+    assert min(len(t.split()) for t in texts) >= 10
+    assert sum("Â" in t or "â€" in t for t in texts) <= 2  # the double encoding is undone
+    from dpkit.data.commons import repair_double_encoding
+    assert repair_double_encoding("Â£35 billion") == "£35 billion"
+    assert repair_double_encoding("the Government’s plan") == "the Government’s plan"
+
+
 def test_registry_names():
-    assert set(LOADERS) == {"medical", "rotten_tomatoes", "health_tweets", "news"}
+    assert set(LOADERS) == {"medical", "rotten_tomatoes", "health_tweets", "news", "commons_speeches"}
     assert set(PRIVATE) | set(PUBLIC) == set(LOADERS) and not set(PRIVATE) & set(PUBLIC)
     ds = load_dataset("medical", n_classes=3, max_per_class=10)
     assert ds.name == "medical" and len(ds.label_names) == 3

