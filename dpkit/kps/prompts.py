@@ -113,3 +113,37 @@ def generate_texts(backend, prompts: Sequence, *, max_new_tokens: int = 64, temp
         raise ParameterError("prompts", prompts, "must contain at least one prompt")
     return [t.strip() for t in backend.generate_batch(prompts, max_new_tokens=max_new_tokens,
                                                       temperature=temperature, seed=seed)]
+
+
+def redraw_failed(texts: dict, terms: dict, generate, *, document_type: str, rounds: int = 2) -> tuple[dict, dict]:
+    """Texts that fail the voice's public redraw rule, drawn again: post-processing, no privacy spent.
+
+    ``texts``: key -> a released text; ``terms``: key -> the privatized keyphrases of its
+    prompt; ``generate(keys, round)`` -> key -> a new completion of each key's OWN prompt,
+    sampled with a public seed of that round (a child of the run's seed, never seed + k).
+    In each of ``rounds`` rounds every text for which
+    :func:`dpkit.models.voice.redraw_reason` gives a reason (empty, under 3 words,
+    assistant talk, an unfinished announcement, or its keyphrases read back) is replaced
+    by its new completion; a text still failing after the last round is kept as it is
+    (and counted by the text measures). The rule reads released texts and the
+    privatized keyphrases only, so the choice is a function of the release: it costs
+    no budget. Returns ``(texts, redraws)``, ``redraws`` key -> the reasons of its redraws.
+    """
+    from dpkit.models.voice import redraw_reason
+
+    texts = dict(texts)
+    redraws: dict = {}
+    rounds = int(rounds)
+    if rounds < 0:
+        raise ParameterError("rounds", rounds, "must be a number of rounds >= 0")
+    for round_ in range(1, rounds + 1):
+        failed = {k: redraw_reason(t, keyphrases=[str(x) for x in terms[k]], document_type=document_type)
+                  for k, t in texts.items()}
+        failed = {k: why for k, why in failed.items() if why}
+        if not failed:
+            break
+        new = generate(list(failed), round_)
+        for key, why in failed.items():
+            redraws.setdefault(key, []).append(why)
+            texts[key] = new[key]
+    return texts, redraws

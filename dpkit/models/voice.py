@@ -29,10 +29,12 @@ no privacy. :func:`document_voice` builds the default from a document type.
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Callable, Iterable, Sequence
 
 from dpkit.privacy.marks import Public
+from dpkit.textmetrics.assistant import is_assistant_talk
 from dpkit.validate import ParameterError, check_int
 
 #: Assistant openings a document of the data never starts with (public list; case as written, and
@@ -237,3 +239,44 @@ class DecodingRules:
 
     def cut(self, text: str) -> str:
         return cut_at_stop(text, self.stop)[0] if self.stop else text
+
+
+# ------------------------------------------------------------------ redrawing a failed text
+#: A text at least this share of whose words are words of its own keyphrases is a list, not a document.
+MAX_KEYPHRASE_SHARE = 0.6
+#: Fewer words than this is not a document (the text measures' "short" threshold).
+MIN_WORDS = 3
+
+_WORD = re.compile(r"[\w'-]+")
+
+
+def keyphrase_share(text: str, keyphrases: Sequence[str]) -> float:
+    """Share of ``text``'s words that are words of ``keyphrases`` (0 for a text without words)."""
+    words = [w.lower() for w in _WORD.findall(str(text))]
+    vocab = {w.lower() for phrase in keyphrases for w in _WORD.findall(str(phrase))}
+    return sum(w in vocab for w in words) / len(words) if words else 0.0
+
+
+def redraw_reason(text: str, *, keyphrases: Sequence[str] = (), document_type: str | None = None) -> str | None:
+    """Why ``text`` is not a document of the data, or ``None`` when it may be one.
+
+    The public rule (in this order): ``"empty"``; ``"short"``: fewer than :data:`MIN_WORDS`
+    words; ``"assistant"``: it matches the public assistant-talk list
+    (:func:`dpkit.textmetrics.assistant.is_assistant_talk`, the document type counted as an
+    echo); ``"unfinished"``: it ends with a colon (an announcement of what follows);
+    ``"keyphrase_list"``: at least :data:`MAX_KEYPHRASE_SHARE` of its words are words of
+    ``keyphrases``, the terms its prompt gave (the list read back). It reads the released
+    text and, for DP-KPS, the privatized keyphrases of its own prompt: never a record.
+    """
+    text = str(text).strip()
+    if not text:
+        return "empty"
+    if len(text.split()) < MIN_WORDS:
+        return "short"
+    if is_assistant_talk(text, document_type):
+        return "assistant"
+    if text.endswith(":"):
+        return "unfinished"
+    if keyphrases and keyphrase_share(text, keyphrases) >= MAX_KEYPHRASE_SHARE:
+        return "keyphrase_list"
+    return None
