@@ -71,6 +71,37 @@ def make_cells(args, document_types: dict):
     return TwoClassCells(preset)
 
 
+def with_redraw(rounds: int):
+    """DP-KPS's ``_generate`` followed by :func:`dpkit.kps.prompts.redraw_failed` (``rounds`` rounds), as
+    requested of methods/kps.py: each failed text is drawn again from its own prompt with the public seed
+    ``int_seed(seed_sequence, 4, round)``. Installed in this process only (the probe's ``--redraw``)."""
+    from dpkit.kps.prompts import redraw_failed
+    from dpkit.methods import kps
+    from dpkit.methods.base import generate_keyed
+    from dpkit.models.voice import document_voice
+    from dpkit.seeds import int_seed
+
+    original = kps._generate
+
+    def generate_with_redraw(sequences, config, run, backend, seed_sequence):
+        out = original(sequences, config, run, backend, seed_sequence)
+        terms = {f"text-{c}-{i}": sequences[c][i] for c, seqs in enumerate(sequences) for i in range(len(seqs))}
+        generation = dict(max_new_tokens=config.max_new_tokens, temperature=config.temperature,
+                          voice=document_voice(config.document_type) if config.voice else None)
+
+        def generate(keys, round_):
+            done = generate_keyed(run, backend, {f"{k}-redraw-{round_}": out[k][0] for k in keys},
+                                  batch_size=config.batch_size, desc="kps: redraw",
+                                  seed=int_seed(seed_sequence, 4, round_), **generation)
+            return {k: done[f"{k}-redraw-{round_}"] for k in keys}
+
+        texts, _ = redraw_failed({k: t for k, (_, t) in out.items()}, terms, generate,
+                                 document_type=config.document_type, rounds=rounds)
+        return {k: (out[k][0], texts[k]) for k in out}
+
+    kps._generate = generate_with_redraw
+
+
 def row(values: dict) -> str:
     return "  ".join(f"{values.get(c, float('nan')):7.3f}" if c != "words_mean" else
                      f"{values.get(c, float('nan')):7.1f}" for c in COLUMNS)
@@ -90,6 +121,8 @@ def main(argv=None) -> list[dict]:
     parser.add_argument("--test-fraction", type=float, default=1 / 6)
     parser.add_argument("--document-type", action="append", default=[], metavar="NAME=TEXT")
     parser.add_argument("--show", type=int, default=2, help="first N texts per label of each cell")
+    parser.add_argument("--redraw", type=int, default=0,
+                        help="DP-KPS: redraw failed texts for this many rounds (dpkit.kps.prompts.redraw_failed)")
     parser.add_argument("--json", default=None, help="also write every cell (with its texts) to this file")
     args = parser.parse_args(argv)
     args.datasets = [d.strip() for d in args.datasets.split(",") if d.strip()]
@@ -101,6 +134,8 @@ def main(argv=None) -> list[dict]:
         name, _, text = item.partition("=")
         types[name.strip()] = text.strip()
 
+    if args.redraw:
+        with_redraw(args.redraw)
     cells = make_cells(args, types)
     results, table = [], []
     for dataset in args.datasets:

@@ -14,9 +14,10 @@ TERMS = ["tooth", "enamel", "caries", "fluoride"]
     ("", "empty"), ("   ", "empty"), ("Caries.", "short"), ("I can't", "short"),
     ("Sure! Here is a medical exam question about caries and fluoride.", "assistant"),
     ("What is a medical exam question that uses these terms: tooth, enamel?", "assistant"),
-    ("The question that follows is about teeth and fluoride:", "unfinished"),
     ("Tooth, enamel, caries, fluoride, tooth", "keyphrase_list"),
     ("Fluoride: tooth enamel caries", "keyphrase_list"),
+    ("Dr. Joe's Daily Daily Daily Daily Daily Daily", "repetition"),
+    ("A healthy start by having a healthy start and a healthy start to your day", "repetition"),
 ])
 def test_redraw_reason_names_what_is_not_a_document(text, why):
     assert redraw_reason(text, keyphrases=TERMS, document_type="medical exam question") == why
@@ -26,6 +27,7 @@ def test_redraw_reason_names_what_is_not_a_document(text, why):
     "Which of the following increases the resistance of tooth enamel to caries?",
     "Fluoride in drinking water is most effective at a concentration of:  1 ppm",  # ends with a value, not ':'
     "Best treatment of a fractured mandible in a child is",
+    "Most common site of dental caries in children is:",     # real exam questions end with a colon
 ])
 def test_redraw_reason_passes_documents(text):
     assert redraw_reason(text, keyphrases=TERMS, document_type="medical exam question") is None

@@ -123,7 +123,7 @@ def redraw_failed(texts: dict, terms: dict, generate, *, document_type: str, rou
     sampled with a public seed of that round (a child of the run's seed, never seed + k).
     In each of ``rounds`` rounds every text for which
     :func:`dpkit.models.voice.redraw_reason` gives a reason (empty, under 3 words,
-    assistant talk, an unfinished announcement, or its keyphrases read back) is replaced
+    assistant talk, a decoding loop, or its keyphrases read back) is replaced
     by its new completion; a text still failing after the last round is kept as it is
     (and counted by the text measures). The rule reads released texts and the
     privatized keyphrases only, so the choice is a function of the release: it costs

