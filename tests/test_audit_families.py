@@ -5,11 +5,11 @@ import warnings
 import numpy as np
 import pytest
 
-from dpkit.audit import FeatureEvent, audit, check_event
-from dpkit.audit.calibration import audit_classic, false_positive_rate
-from dpkit.audit.classic import CLASSICS, classic, rappor_epsilon
-from dpkit.audit.pairs import audit_pairs, statdp_patterns
-from dpkit.audit.power import expected_bound, max_certifiable_epsilon, samples_needed
+from dpkit.audit.mechanism import FeatureEvent, audit, check_event
+from dpkit.audit.mechanism.calibration import audit_classic, false_positive_rate
+from dpkit.audit.mechanism.classic import CLASSICS, classic, rappor_epsilon
+from dpkit.audit.mechanism.pairs import audit_pairs, statdp_patterns
+from dpkit.audit.mechanism.power import expected_bound, max_certifiable_epsilon, samples_needed
 from dpkit.validate import ParameterError
 
 
@@ -101,7 +101,7 @@ def test_false_positive_rate_stays_at_nominal():
 
 
 def test_published_numbers_are_marked_where_absent():
-    from dpkit.audit.calibration import PUBLISHED, published_table
+    from dpkit.audit.mechanism.calibration import PUBLISHED, published_table
 
     table = published_table().set_index("mechanism")
     assert table.loc["bad_partial_sum", "DP-Sniper bound / true"] == "not published"

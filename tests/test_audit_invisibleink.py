@@ -1,9 +1,9 @@
-"""Audits of InvisibleInk's token (dpkit.audit.adapters_invisibleink): the worst-case pair reaches the claim,
+"""Audits of InvisibleInk's token (dpkit.audit.mechanism.adapters.invisibleink): the worst-case pair reaches the claim,
 the audit's lower bound stays at or under the claim across seeds, and both broken twins are refuted."""
 
 import pytest
 
-from dpkit.audit import registry
+from dpkit.audit.mechanism import registry
 
 CORRECT = ["ii_token_dclip", "ii_token_topk_plus"]
 BROKEN = ["ii_token_public_row_saw_prompt", "ii_token_no_clip"]

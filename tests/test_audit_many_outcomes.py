@@ -9,8 +9,8 @@ outcomes of the selection samples.
 
 import numpy as np
 
-from dpkit.audit import audit
-from dpkit.audit.families import set_family
+from dpkit.audit.mechanism import audit
+from dpkit.audit.mechanism.families import set_family
 from dpkit.experiments.audit_study import samples_curve
 
 CROWD = [f"outcome {i}" for i in range(200)]

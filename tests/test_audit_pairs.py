@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
-from dpkit.audit import registry
-from dpkit.audit.adapters_core import SVT_QUERIES
-from dpkit.audit.adapters_privpred import SVT_STEPS
-from dpkit.audit.pair_loss import above_threshold_log_probabilities, discrete_pair_loss
+from dpkit.audit.mechanism import registry
+from dpkit.audit.mechanism.adapters.core import SVT_QUERIES
+from dpkit.audit.mechanism.adapters.privpred import SVT_STEPS
+from dpkit.audit.mechanism.pair_loss import above_threshold_log_probabilities, discrete_pair_loss
 from dpkit.privacy import AboveThreshold
 
 
@@ -44,7 +44,7 @@ def test_discrete_pair_loss_sees_disjoint_supports():
 
 
 def test_audit_rows_report_pair_loss():
-    from dpkit.audit.registry import audit_row
+    from dpkit.audit.mechanism.registry import audit_row
 
     row = audit_row("dpst_document", 400, epsilon=1.0)
     assert row["pair loss / claim"] >= 0.95

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from dpkit.audit import registry
+from dpkit.audit.mechanism import registry
 
 CORRECT = [s.name for s in registry.specs(broken=False)]
 BROKEN = [s.name for s in registry.specs(broken=True)]
@@ -49,7 +49,7 @@ def test_other_epsilon_is_built_for_that_claim():
 
 
 def test_worst_case_constructions_are_extreme():
-    from dpkit.audit import adapters_kps as kps
+    from dpkit.audit.mechanism.adapters import kps
 
     d0, d1 = kps.kde_pair()
     from dpkit.kps.kde import dpkde_sensitivity, kde_sketch
@@ -74,6 +74,6 @@ def test_unknown_name_is_a_parameter_error():
 @pytest.mark.slow
 def test_no_triple_pair_really_has_no_triples():
     """The DP-ST no-triple audits assume the real extractor finds nothing in either text."""
-    from dpkit.audit.adapters_dpst import check_no_triples
+    from dpkit.audit.mechanism.adapters.dpst import check_no_triples
 
     assert check_no_triples() == [[], []]

@@ -6,11 +6,11 @@ import mpmath
 import numpy as np
 import pytest
 
-from dpkit.audit.disclosure import disclosure_test
-from dpkit.audit.one_run import canaries_needed, epsilon_lower_bound, p_value, perfect_guess_bound
-from dpkit.audit.release import audit_release, guess_plans
-from dpkit.audit.release_zoo import copy_fraction
-from dpkit.audit.roc import auroc, tpr_at_fpr
+from dpkit.audit.release.disclosure import disclosure_test
+from dpkit.audit.release.one_run import canaries_needed, epsilon_lower_bound, p_value, perfect_guess_bound
+from dpkit.audit.release.audit import audit_release, guess_plans
+from dpkit.audit.release.zoo import copy_fraction
+from dpkit.audit.release.roc import auroc, tpr_at_fpr
 from dpkit.methods import Records
 from dpkit.validate import ParameterError
 
@@ -119,7 +119,7 @@ def test_bad_arguments_name_the_parameter():
 
 
 def _distinct_records(n=400):
-    from dpkit.audit.canaries import make_canaries
+    from dpkit.audit.release.canaries import make_canaries
 
     return Records(make_canaries(n, np.random.default_rng(99)).texts)
 
@@ -148,7 +148,7 @@ class _BagOfWords:
 
 
 def test_embedding_scorer_takes_the_nearest_release_text():
-    from dpkit.audit.scorers import embedding_scores
+    from dpkit.audit.release.scorers import embedding_scores
 
     scores = embedding_scores(["alpha beta gamma", "delta epsilon zeta"], ["alpha beta gamma", "other words",
                                                                            "other words"], _BagOfWords())

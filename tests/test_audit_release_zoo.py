@@ -1,6 +1,6 @@
 """Power and false positives of the release audit on the real methods (smoke sizes).
 
-Each broken whole pipeline of :mod:`dpkit.audit.release_zoo` must be refuted at the
+Each broken whole pipeline of :mod:`dpkit.audit.release.zoo` must be refuted at the
 epsilon it claims with the default audit size (1000 canaries; 100 for private
 prediction, whose local-model decoding is the cost); the correct methods at
 epsilon 1 and 4 must never be: 0 of 20 audits across seeds. The model-backed runs are
@@ -11,8 +11,8 @@ in the fast suite (tests/test_audit_release.py).
 import numpy as np
 import pytest
 
-from dpkit.audit import release_zoo as zoo
-from dpkit.audit.release import audit_release, neighbouring_for
+from dpkit.audit.release import zoo
+from dpkit.audit.release.audit import audit_release, neighbouring_for
 from dpkit.methods import Records
 
 FAST = ("ngram", "chars")

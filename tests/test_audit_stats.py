@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from dpkit.audit.stats import clopper_pearson_lower, clopper_pearson_upper, epsilon_lower_bound
+from dpkit.audit.mechanism.stats import clopper_pearson_lower, clopper_pearson_upper, epsilon_lower_bound
 from dpkit.validate import ParameterError
 
 

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from dpkit.audit import SetEvent, ThresholdEvent, audit, check_event, laplace_llr
+from dpkit.audit.mechanism import SetEvent, ThresholdEvent, audit, check_event, laplace_llr
 from dpkit.validate import ParameterError
 
 

@@ -13,7 +13,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from dpkit.audit import registry
+from dpkit.audit.mechanism import registry
 from dpkit.methods.labels import keep_probability, randomized_response, randomized_responses
 
 
@@ -98,8 +98,8 @@ def test_label_and_record_pairs_reach_the_claim(name, epsilon):
 
 def test_record_audit_composes_text_and_label():
     """The record pair's loss is the text pair's loss plus the label's epsilon (independent draws)."""
-    from dpkit.audit.adapters_dpst import LABEL_SHARE, RECORD_CROWD, document_corpus, document_log_probabilities
-    from dpkit.audit.pair_loss import discrete_pair_loss
+    from dpkit.audit.mechanism.adapters.dpst import LABEL_SHARE, RECORD_CROWD, document_corpus, document_log_probabilities
+    from dpkit.audit.mechanism.pair_loss import discrete_pair_loss
     from dpkit.dpst import DPST
 
     dpst = DPST(document_corpus(RECORD_CROWD), 0.9, variant="document", slots=1)

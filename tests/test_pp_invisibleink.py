@@ -373,8 +373,8 @@ def test_the_ledger_spends_the_stated_guarantee(lm):
 @pytest.mark.slow
 def test_the_release_audit_does_not_refute_a_whole_invisibleink_release():
     """The release auditor (canaries, one run) on the variant's whole release, as on the seed paper's."""
-    from dpkit.audit import release_zoo as zoo
-    from dpkit.audit.release import audit_release, neighbouring_for
+    from dpkit.audit.release import zoo
+    from dpkit.audit.release.audit import audit_release, neighbouring_for
     from dpkit.data.tables import label_set, read_table
     from dpkit.methods import Records
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-import dpkit.audit.disclosure as disclosure
-from dpkit.audit.release_zoo import copy_fraction
+import dpkit.audit.release.disclosure as disclosure
+from dpkit.audit.release.zoo import copy_fraction
 from test_audit_release import _distinct_records
 
 

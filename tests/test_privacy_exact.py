@@ -199,7 +199,7 @@ def test_float_leak_reproducer_finds_no_leak_on_release_mode():
 
 
 def test_audit_at_full_float_resolution_passes_on_release_mode_laplace():
-    from dpkit.audit.tester import audit
+    from dpkit.audit.mechanism.tester import audit
 
     mech = Laplace(1.0, epsilon=1.0)
     result = audit(lambda v, n, r: mech.release(v, r, size=n), 0.0, 1.0, samples=20_000,

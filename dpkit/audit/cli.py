@@ -9,7 +9,7 @@
 dataset of its worst-case neighbouring pair, and prints the lower confidence
 bound with the witness. Exit status 0 whether the mechanism passes or not
 (``passed`` in the output says which); 2 on bad arguments. ``release`` audits a
-method's whole release with canaries (:mod:`dpkit.audit.release_cli`).
+method's whole release with canaries (:mod:`dpkit.audit.release.method_run`).
 """
 
 from __future__ import annotations
@@ -18,12 +18,16 @@ import argparse
 import json
 import sys
 
+from dpkit import runtime
+from dpkit.audit.release import method_run
+from dpkit.audit.release.scorers import DEFAULT_SCORERS
+from dpkit.backends.base import BackendError
 from dpkit.io import to_jsonable
 from dpkit.validate import ParameterError
 
 
 def _list(args: argparse.Namespace) -> int:
-    from dpkit.audit import registry
+    from dpkit.audit.mechanism import registry
 
     specs = registry.specs()
     if args.json:
@@ -39,7 +43,7 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from dpkit.audit import registry
+    from dpkit.audit.mechanism import registry
 
     try:
         spec = registry.get(args.name)
@@ -67,7 +71,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _samples(args: argparse.Namespace) -> int:
-    from dpkit.audit.power import samples_needed
+    from dpkit.audit.mechanism.power import samples_needed
 
     try:
         if not args.violation > args.claim:
@@ -87,6 +91,51 @@ def _samples(args: argparse.Namespace) -> int:
               f"certification samples per dataset at {args.confidence:.0%} confidence (the tester draws twice "
               f"that: --samples {2 * n}), with the best possible event; weaker events need more")
     return 0
+
+
+def _release(args: argparse.Namespace) -> int:
+    runtime.set_offline()
+    try:
+        payload = method_run.run_release_audit(args)
+    except ParameterError as error:
+        print(f"dpkit audit release: {error}", file=sys.stderr)
+        return 2
+    except BackendError as error:
+        print(f"dpkit audit release: the backend failed: {error}. Rerun the same command with the same --out "
+              "to resume", file=sys.stderr)
+        return 1
+    print(json.dumps(to_jsonable(payload, nonfinite="string"), indent=2))
+    return 0
+
+
+def _register_release(sub) -> None:
+    """Add ``release`` to the ``dpkit audit`` subcommands."""
+    from dpkit.methods.cli import BACKENDS
+
+    p = sub.add_parser("release", help="audit a method's whole release with canaries (one run)",
+                       description=method_run.__doc__.splitlines()[0])
+    p.add_argument("method", choices=("kps", "pp", "dpst"), help="DP-KPS, private prediction or DP-ST")
+    p.add_argument("--input", required=True, help="CSV, TSV or JSON Lines file, UTF-8")
+    p.add_argument("--text-column", required=True, help="the column with the texts")
+    p.add_argument("--label-column", default=None, help="the column with the labels (optional)")
+    p.add_argument("--labels", default=None, help="the public label set: comma-separated, or a JSON list (as for dpkit synth)")
+    p.add_argument("--epsilon", type=float, required=True, help="the budget the method runs at (the claim)")
+    p.add_argument("--delta", type=float, default=None, help="pp only: delta in (0, 1) (default 1e-6)")
+    p.add_argument("--canaries", type=int, default=None, help="number of canaries (default 1000; 200 with --smoke)")
+    p.add_argument("--scorers", default=",".join(DEFAULT_SCORERS), help="comma-separated: ngram, chars, embedding "
+                   f"(default {','.join(DEFAULT_SCORERS)})")
+    p.add_argument("--confidence", type=float, default=0.95, help="confidence of the lower bound (default 0.95)")
+    p.add_argument("--smoke", action="store_true", help="the method's tiny sizes, and 200 canaries")
+    p.add_argument("--set", action="append", default=None, metavar="KEY=VALUE",
+                   help="a method configuration setting (repeatable), as in dpkit synth")
+    p.add_argument("--out", default=None, help="audit folder DIR: DIR/run (a dpkit synth run folder), "
+                   "DIR/audit.json, DIR/audit_result.json (default: a new temporary folder)")
+    p.add_argument("--backend", choices=BACKENDS, default=None, help="text generation backend (default local)")
+    p.add_argument("--model", default=None, help="model name or path for the backend")
+    p.add_argument("--seed", type=int, default=None, help="the method's reproducible mode (NOT a DP release)")
+    p.add_argument("--limit", type=int, default=None, help="as in dpkit synth")
+    p.add_argument("--rows", type=int, default=None, help="as in dpkit synth")
+    p.set_defaults(func=_release)
 
 
 def register(subparsers) -> None:
@@ -109,6 +158,4 @@ def register(subparsers) -> None:
     need.add_argument("--confidence", type=float, default=0.95, help="confidence of the bound (default 0.95)")
     need.add_argument("--json", action="store_true", help="one JSON object")
     need.set_defaults(func=_samples)
-    from dpkit.audit import release_cli
-
-    release_cli.register(sub)
+    _register_release(sub)

@@ -24,6 +24,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from dpkit.audit.mechanism.registry import audit_row
 from dpkit.data import load_medical_specialties, medical_vocabulary
 from dpkit.kps.rff import RandomFourierFeatures
 from dpkit.models.embed import load_embedder
@@ -331,8 +332,6 @@ def audit_epsilon(contract: Mapping[str, Any]) -> float | None:
 def run_audits(ledger_data: Mapping[str, Any], samples: int = 20_000, seed: int = 0,
                confidence: float = 0.95) -> list[dict]:
     """Every correct audit of every mechanism family in the ledger, at that entry's per-release epsilon."""
-    from dpkit.audit.registry import audit_row
-
     rows, done = [], set()
     for entry in ledger_data.get("entries", []):
         for name, epsilon in audit_plan(entry["contract"]):

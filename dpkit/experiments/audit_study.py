@@ -1,6 +1,6 @@
 """Tables for the audit chapter: lower bounds as samples grow, and the bug-zoo table.
 
-Each row is one :func:`dpkit.audit.registry.audit_row`; this module only arranges them.
+Each row is one :func:`dpkit.audit.mechanism.registry.audit_row`; this module only arranges them.
 """
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from typing import Iterable, Sequence
 
 import pandas as pd
 
-from dpkit.audit import registry
-from dpkit.audit.registry import audit_row
+from dpkit.audit.mechanism import registry
+from dpkit.audit.mechanism.registry import audit_row
 from dpkit.validate import ParameterError
 
 

@@ -5,7 +5,7 @@ returns ``n`` independent outputs (a length-``n`` array, or ``n`` rows). Given t
 neighbouring datasets ``D0`` and ``D1`` the tester
 
 1. draws ``samples`` outputs on each dataset;
-2. on the first half, each event family of :mod:`dpkit.audit.families`
+2. on the first half, each event family of :mod:`dpkit.audit.mechanism.families`
    (thresholds of statistics, sets of outcomes, joint events over several
    columns, and DP-Sniper's learned classifiers {cite}`bichsel2021dpsniper`)
    proposes its best output event ``E`` and direction (``D1`` over ``D0`` or the
@@ -13,7 +13,7 @@ neighbouring datasets ``D0`` and ``D1`` the tester
 3. on the second half, which played no part in choosing them, counts how often
    each dataset's outputs fall in each family's event and computes the
    Clopper-Pearson lower confidence bound of
-   :func:`dpkit.audit.stats.epsilon_lower_bound` at the Bonferroni-corrected
+   :func:`dpkit.audit.mechanism.stats.epsilon_lower_bound` at the Bonferroni-corrected
    confidence ``1 - (1 - confidence) / k`` for ``k`` certified events (times
    ``correction``, e.g. the number of input pairs an outer search certifies);
    the largest is returned.
@@ -38,10 +38,10 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from dpkit.audit import families as fam
-from dpkit.audit.events import FeatureEvent, SetEvent, check_outputs, jsonable, numeric_matrix
-from dpkit.audit.power import max_certifiable_epsilon
-from dpkit.audit.stats import epsilon_lower_bound
+from dpkit.audit.mechanism import families as fam
+from dpkit.audit.mechanism.events import FeatureEvent, SetEvent, check_outputs, jsonable, numeric_matrix
+from dpkit.audit.mechanism.power import max_certifiable_epsilon
+from dpkit.audit.mechanism.stats import epsilon_lower_bound
 from dpkit.io import to_jsonable
 from dpkit.validate import ParameterError, check_choice, check_in_range, check_int, check_rng
 
@@ -332,7 +332,7 @@ def audit(mechanism: Mechanism, d0, d1, *, samples: int, rng: np.random.Generato
     if claimed_epsilon is not None and claimed_epsilon >= ceiling:
         notes.append(f"{samples} samples per dataset cannot certify any epsilon above {ceiling:.3g} at this "
                      f"confidence, so they cannot refute the claim {claimed_epsilon:g}; see "
-                     "dpkit.audit.power.samples_needed")
+                     "dpkit.audit.mechanism.power.samples_needed")
         warnings.warn(notes[-1], stacklevel=2)
     counts = {"k_numerator": kn, "n_numerator": n_test, "k_denominator": kd, "n_denominator": n_test}
     record = {"D0": _jsonable(d0) if _is_small(d0) else repr(d0)[:2000],

@@ -17,9 +17,9 @@ svt_no_query_noise            AboveThreshold with the per-query noise left out
 pp_token_actual_batch         logits averaged over the actual batch size
 pp_token_private_candidates   the candidates are the batch's own top-2 tokens
                               (a "grammar" that reads the private rows)
-dpst_*                        see :mod:`dpkit.audit.adapters_dpst`
+dpst_*                        see :mod:`dpkit.audit.mechanism.adapters.dpst`
 ii_token_public_row_saw_*     InvisibleInk's DClip against a row that saw a private
-ii_token_no_clip              prompt / without the clip (:mod:`dpkit.audit.adapters_invisibleink`)
+ii_token_no_clip              prompt / without the clip (:mod:`dpkit.audit.mechanism.adapters.invisibleink`)
 ============================  ==================================================
 """
 
@@ -27,10 +27,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpkit.audit import adapters_kps as kps
-from dpkit.audit import adapters_privpred as pp
-from dpkit.audit.registry import AuditCase, AuditSpec, register
-from dpkit.audit.tester import identity_statistic
+from dpkit.audit.mechanism.adapters import kps
+from dpkit.audit.mechanism.adapters import privpred as pp
+from dpkit.audit.mechanism.registry import AuditCase, AuditSpec, register
+from dpkit.audit.mechanism.tester import identity_statistic
 from dpkit.kps.kde import appendix_noise_scale
 from dpkit.privacy.laplace import Laplace
 from dpkit.privacy.sparse_vector import AboveThreshold

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpkit.audit.pair_loss import above_threshold_log_probabilities, discrete_pair_loss
-from dpkit.audit.registry import AuditCase, AuditSpec, register
-from dpkit.audit.tester import identity_statistic
+from dpkit.audit.mechanism.pair_loss import above_threshold_log_probabilities, discrete_pair_loss
+from dpkit.audit.mechanism.registry import AuditCase, AuditSpec, register
+from dpkit.audit.mechanism.tester import identity_statistic
 from dpkit.privacy.exponential import Exponential
 from dpkit.privacy.gaussian import Gaussian
 from dpkit.privacy.laplace import Laplace

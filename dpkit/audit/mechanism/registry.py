@@ -21,15 +21,15 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from dpkit.audit.tester import AuditResult, Mechanism, Statistic, audit
+from dpkit.audit.mechanism.tester import AuditResult, Mechanism, Statistic, audit
 from dpkit.validate import ParameterError, check_in_range, check_int, check_positive
 
 __all__ = ["AuditCase", "AuditSpec", "register", "specs", "get", "unavailable", "run_audit",
            "ADAPTER_MODULES"]
 
-ADAPTER_MODULES = ("dpkit.audit.adapters_core", "dpkit.audit.adapters_kps", "dpkit.audit.adapters_privpred",
-                   "dpkit.audit.adapters_dpst", "dpkit.audit.zoo",
-                   "dpkit.audit.adapters_invisibleink")
+ADAPTER_MODULES = ("dpkit.audit.mechanism.adapters.core", "dpkit.audit.mechanism.adapters.kps",
+                   "dpkit.audit.mechanism.adapters.privpred", "dpkit.audit.mechanism.adapters.dpst",
+                   "dpkit.audit.mechanism.adapters.broken", "dpkit.audit.mechanism.adapters.invisibleink")
 
 
 @dataclass

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpkit.audit.pair_loss import discrete_pair_loss
-from dpkit.audit.registry import AuditCase, AuditSpec, register
+from dpkit.audit.mechanism.pair_loss import discrete_pair_loss
+from dpkit.audit.mechanism.registry import AuditCase, AuditSpec, register
 from dpkit.dpst import DPST, Prepared, TripleCorpus, sample_in_neighbourhood
 from dpkit.dpst.mechanism import log_probabilities
 from dpkit.methods.labels import keep_probability, randomized_responses

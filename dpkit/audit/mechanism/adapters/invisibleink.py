@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpkit.audit.pair_loss import discrete_pair_loss
-from dpkit.audit.registry import AuditCase, AuditSpec, register
+from dpkit.audit.mechanism.pair_loss import discrete_pair_loss
+from dpkit.audit.mechanism.registry import AuditCase, AuditSpec, register
 from dpkit.privacy.exact import exact_exponential_sample
 from dpkit.privacy.invisibleink import invisibleink_token_contract
 from dpkit.privacy.private_prediction import token_grid

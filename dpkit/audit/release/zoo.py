@@ -1,7 +1,7 @@
 """Whole-pipeline generators for release audits: the three methods as black boxes, and broken variants.
 
 Every entry is a ``synthesize(records) -> [{"text", "label"}, ...]`` callable
-that :func:`dpkit.audit.release.audit_release` can audit. The broken variants
+that :func:`dpkit.audit.release.audit.audit_release` can audit. The broken variants
 claim the epsilon they are built for and leak; the audit must refute them.
 
 ============================  =====================================================

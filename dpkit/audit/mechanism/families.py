@@ -32,8 +32,8 @@ from itertools import combinations
 
 import numpy as np
 
-from dpkit.audit.events import FeatureEvent, SetEvent, jsonable
-from dpkit.audit.stats import epsilon_lower_bound
+from dpkit.audit.mechanism.events import FeatureEvent, SetEvent, jsonable
+from dpkit.audit.mechanism.stats import epsilon_lower_bound
 
 __all__ = ["Candidate", "threshold_search", "set_family", "joint_family", "learned_family", "LEARNERS"]
 

@@ -1,4 +1,4 @@
-"""Run the calibration zoo (:mod:`dpkit.audit.classic`): power and false positives of the tester."""
+"""Run the calibration zoo (:mod:`dpkit.audit.mechanism.classic`): power and false positives of the tester."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import time
 import numpy as np
 import pandas as pd
 
-from dpkit.audit.classic import CLASSICS, QUERIES, classic
-from dpkit.audit.pairs import audit_pairs, statdp_patterns
-from dpkit.audit.tester import audit
+from dpkit.audit.mechanism.classic import CLASSICS, QUERIES, classic
+from dpkit.audit.mechanism.pairs import audit_pairs, statdp_patterns
+from dpkit.audit.mechanism.tester import audit
 from dpkit.validate import check_int
 
 __all__ = ["audit_classic", "calibration_table", "false_positive_rate", "PUBLISHED", "published_table"]

@@ -4,7 +4,7 @@ Both wrap :mod:`dpkit.kps` itself (``release_noisy_histogram``, ``release_dpkde`
 one call per sample, since each call is one release (with the exact discrete Laplace
 sampler of the release mode, a few milliseconds each, so the test sizes are small and
 the pairs' statistics the Laplace log-likelihood ratio, the most powerful one). The broken variants in
-:mod:`dpkit.audit.zoo` use the same functions through their ``noise_scale``
+:mod:`dpkit.audit.mechanism.adapters.broken` use the same functions through their ``noise_scale``
 hooks.
 """
 
@@ -14,8 +14,8 @@ import math
 
 import numpy as np
 
-from dpkit.audit.registry import AuditCase, AuditSpec, register
-from dpkit.audit.tester import deviation_size, laplace_llr
+from dpkit.audit.mechanism.registry import AuditCase, AuditSpec, register
+from dpkit.audit.mechanism.tester import deviation_size, laplace_llr
 from dpkit.kps.kde import kde_sketch, release_dpkde
 from dpkit.kps.rff import RandomFourierFeatures
 from dpkit.kps.vocabulary import release_noisy_histogram, term_histogram

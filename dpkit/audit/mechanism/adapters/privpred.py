@@ -17,8 +17,8 @@ import math
 
 import numpy as np
 
-from dpkit.audit.pair_loss import above_threshold_log_probabilities, discrete_pair_loss
-from dpkit.audit.registry import AuditCase, AuditSpec, register
+from dpkit.audit.mechanism.pair_loss import above_threshold_log_probabilities, discrete_pair_loss
+from dpkit.audit.mechanism.registry import AuditCase, AuditSpec, register
 from dpkit.privpred.sampling import sample_private_token, token_epsilon, token_log_probabilities
 from dpkit.privpred.svt import svt_distance, svt_gate, svt_rho
 

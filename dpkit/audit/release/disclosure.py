@@ -11,7 +11,7 @@ Under add/remove epsilon-DP, whether a matching record is in ``train`` is a
 guess that is right with probability at most ``e^eps / (1 + e^eps)``: the
 guess "train" on every matching record (abstain on the rest) is exactly the
 one-run design of Steinke, Nasr and Jagielski 2023 with the split as the coin
-flips, so the bound of :mod:`dpkit.audit.one_run` applies with ``m`` = number of
+flips, so the bound of :mod:`dpkit.audit.release.one_run` applies with ``m`` = number of
 records, ``v`` = train matches and ``r`` the number of guesses it may count. No
 correction is needed: one test, fixed in advance.
 
@@ -35,9 +35,10 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from dpkit.audit.one_run import epsilon_lower_bound
-from dpkit.audit.release import release_texts
-from dpkit.audit.scorers import words_of
+from dpkit.audit.release.audit import release_texts
+from dpkit.audit.release.one_run import epsilon_lower_bound
+from dpkit.audit.release.scorers import words_of
+from dpkit.methods import Records
 from dpkit.validate import ParameterError, check_in_range, check_positive
 
 RARE_ZIPF = 3.0
@@ -88,8 +89,6 @@ def _release_features(texts) -> set:
 def disclosure_test(synthesize, records, *, claimed_epsilon: float, claimed_delta: float = 0.0,
                     confidence: float = 0.95, seed=None) -> DisclosureResult:
     """Split ``records`` at random, synthesize from the train half, compare rare-feature matches of both halves."""
-    from dpkit.methods import Records
-
     if not isinstance(records, Records):
         raise ParameterError("records", records, "must be a dpkit.methods.Records")
     check_positive("claimed_epsilon", claimed_epsilon)

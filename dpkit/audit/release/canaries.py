@@ -9,12 +9,12 @@ with probability 1/2, the design of Steinke, Nasr and Jagielski 2023).
 
 Default count (``DEFAULT_CANARIES`` = 1000). The bound an audit can reach is
 capped by the number of canaries: with the guess plans and the Bonferroni
-correction of :mod:`dpkit.audit.release` at 95% confidence, a release that gives
+correction of :mod:`dpkit.audit.release.audit` at 95% confidence, a release that gives
 every canary away yields 4.39 with ``m = 1000`` (just above epsilon = 4, the
 largest budget the methods' chapters use), 3.04 with ``m = 200`` and 2.36 with
 ``m = 100``. A leak of a tenth of the records refutes epsilon = 1 with
 ``m = 1000`` (about 50 canaries copied). The chapter computes these caps and the
-canaries a tighter bound needs (:func:`dpkit.audit.one_run.canaries_needed`).
+canaries a tighter bound needs (:func:`dpkit.audit.release.one_run.canaries_needed`).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from dpkit.audit.release.scorers import words_of
 from dpkit.validate import ParameterError, check_int
 
 DEFAULT_CANARIES = 1000
@@ -77,8 +78,6 @@ def make_canaries(m: int, rng: np.random.Generator, label_set=None,
 
 def canaries_from_texts(texts, label_set=None, rng: np.random.Generator | None = None) -> Canaries:
     """Canaries the caller wrote (public texts); their words are the texts' lower-cased word tokens."""
-    from dpkit.audit.scorers import words_of
-
     texts = tuple(texts)
     if len(texts) < 2 or not all(isinstance(t, str) and t.strip() for t in texts):
         raise ParameterError("canaries", f"<{len(texts)} texts>", "must be at least two non-empty texts")

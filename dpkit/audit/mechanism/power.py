@@ -17,7 +17,7 @@ import math
 
 import numpy as np
 
-from dpkit.audit.stats import epsilon_lower_bound
+from dpkit.audit.mechanism.stats import epsilon_lower_bound
 from dpkit.validate import check_in_range, check_int, check_positive
 
 __all__ = ["expected_bound", "samples_needed", "max_certifiable_epsilon"]

@@ -1,7 +1,7 @@
 """ROC summaries of membership scores: AUROC and the true-positive rate at a fixed false-positive rate.
 
 Descriptive numbers (no confidence statement): the lower bound of
-:mod:`dpkit.audit.one_run` is the test; these say how separable members and
+:mod:`dpkit.audit.release.one_run` is the test; these say how separable members and
 non-members are. Ties count half (AUROC as the Mann-Whitney statistic).
 """
 

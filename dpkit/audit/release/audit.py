@@ -4,16 +4,16 @@
 -> [{"text", "label"}, ...]`` (one of dpkit's methods, a broken variant, another
 project's generator). It
 
-1. makes ``m`` public canaries (:mod:`dpkit.audit.canaries`) and includes each
+1. makes ``m`` public canaries (:mod:`dpkit.audit.release.canaries`) and includes each
    one in the input independently with probability 1/2;
 2. runs the generator ONCE on the user's records plus the included canaries
    (in a public random order);
-3. scores every canary from the release texts alone (:mod:`dpkit.audit.scorers`);
+3. scores every canary from the release texts alone (:mod:`dpkit.audit.release.scorers`);
 4. for each scorer and each guess plan fixed in advance (guess "in" for the
    ``k`` top scores, optionally "out" for the ``k`` bottom scores, ``k`` a power
    of two; abstain on the rest), counts the correct guesses and converts them
    into an epsilon lower bound with the one-run theorem
-   (:mod:`dpkit.audit.one_run`) at level ``alpha / tests``: a Bonferroni split of
+   (:mod:`dpkit.audit.release.one_run`) at level ``alpha / tests``: a Bonferroni split of
    ``alpha = 1 - confidence`` over every (scorer, plan) pair, so the best of them
    is still a valid bound at the stated confidence;
 5. reports the best bound, AUROC and TPR at FPR 1% / 10% of its scorer, and the
@@ -37,10 +37,10 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from dpkit import methods  # its method modules load on first use (dpkit.methods.METHODS)
-from dpkit.audit.canaries import DEFAULT_CANARIES, Canaries, canaries_from_texts, make_canaries
-from dpkit.audit.one_run import epsilon_lower_bound
-from dpkit.audit.roc import auroc, tpr_at_fpr
-from dpkit.audit.scorers import DEFAULT_SCORERS, scorer
+from dpkit.audit.release.canaries import DEFAULT_CANARIES, Canaries, canaries_from_texts, make_canaries
+from dpkit.audit.release.one_run import epsilon_lower_bound
+from dpkit.audit.release.roc import auroc, tpr_at_fpr
+from dpkit.audit.release.scorers import DEFAULT_SCORERS, scorer
 from dpkit.methods import Records
 from dpkit.validate import ParameterError, check_choice, check_in_range, check_positive
 
@@ -154,7 +154,7 @@ def audit_release(synthesize, records, *, canaries=None, claimed_epsilon: float,
     ``canaries``: None (``DEFAULT_CANARIES`` made from public rare words), an
     int (that many), or a list of public texts. ``seed`` fixes the canaries,
     the coin flips and the tie-breaks (None: fresh entropy). ``scorers``: names
-    from :mod:`dpkit.audit.scorers` (``FAST_SCORERS`` skips the embedding model).
+    from :mod:`dpkit.audit.release.scorers` (``FAST_SCORERS`` skips the embedding model).
     """
     check_choice("neighbouring", neighbouring, NEIGHBOURING)
     if not isinstance(records, Records):

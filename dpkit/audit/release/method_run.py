@@ -6,7 +6,7 @@
 The method runs through the same path as ``dpkit synth`` (``plan`` and
 ``execute`` of :mod:`dpkit.methods.request` and :mod:`dpkit.methods.execution`: validation first, the run folder
 ``DIR/run`` with its lock, checkpoints and resume), on the input's records plus
-public canaries (:func:`dpkit.audit.release.audit_release`). ``DIR/audit.json``
+public canaries (:func:`dpkit.audit.release.audit.audit_release`). ``DIR/audit.json``
 holds the audit's own settings and seed (written before the run, so the same
 command resumes the same audit); ``DIR/audit_result.json`` and stdout get the
 result as JSON: counts, bounds and scores of public canaries only, never a text
@@ -24,13 +24,13 @@ import tempfile
 from dataclasses import fields, replace
 from pathlib import Path
 
-from dpkit import runtime
-from dpkit.audit.scorers import DEFAULT_SCORERS
-from dpkit.io import atomic_write_text, to_jsonable
+from dpkit.audit.release.audit import audit_release, neighbouring_for
+from dpkit.audit.release.scorers import scorer
+from dpkit.io import atomic_write_text
 from dpkit.methods.base import config_dict
 from dpkit.validate import ParameterError, check_in_range, check_int
 
-SMOKE_CANARIES = 200   # --smoke without --canaries: the cap on the bound is then 3.0 (see dpkit.audit.canaries)
+SMOKE_CANARIES = 200   # --smoke without --canaries: the cap on the bound is then 3.0 (see dpkit.audit.release.canaries)
 
 
 def _synth_args(args: argparse.Namespace) -> argparse.Namespace:
@@ -98,11 +98,8 @@ def _audit_state(root: Path, settings: dict) -> dict:
 
 def run_release_audit(args: argparse.Namespace) -> dict:
     """Plan, then audit; returns the result dict (raises ParameterError on bad input)."""
-    from dpkit.audit.release import audit_release, neighbouring_for
-    from dpkit.methods.execution import execute
+    from dpkit.methods.execution import execute  # the method modules load PyTorch
     from dpkit.methods.request import plan
-
-    from dpkit.audit.scorers import scorer
 
     scorers = tuple(s.strip() for s in args.scorers.split(",") if s.strip())
     if not scorers or len(set(scorers)) != len(scorers):
@@ -137,50 +134,3 @@ def run_release_audit(args: argparse.Namespace) -> dict:
                    **result.to_dict())
     atomic_write_text(root / "audit_result.json", json.dumps(payload, indent=2, sort_keys=True) + "\n")
     return payload
-
-
-def _release(args: argparse.Namespace) -> int:
-    from dpkit.backends.base import BackendError
-
-    runtime.set_offline()
-    try:
-        payload = run_release_audit(args)
-    except ParameterError as error:
-        print(f"dpkit audit release: {error}", file=sys.stderr)
-        return 2
-    except BackendError as error:
-        print(f"dpkit audit release: the backend failed: {error}. Rerun the same command with the same --out "
-              "to resume", file=sys.stderr)
-        return 1
-    print(json.dumps(to_jsonable(payload, nonfinite="string"), indent=2))
-    return 0
-
-
-def register(sub) -> None:
-    """Add ``release`` to the ``dpkit audit`` subcommands."""
-    from dpkit.methods.cli import BACKENDS
-
-    p = sub.add_parser("release", help="audit a method's whole release with canaries (one run)",
-                       description=__doc__.splitlines()[0])
-    p.add_argument("method", choices=("kps", "pp", "dpst"), help="DP-KPS, private prediction or DP-ST")
-    p.add_argument("--input", required=True, help="CSV, TSV or JSON Lines file, UTF-8")
-    p.add_argument("--text-column", required=True, help="the column with the texts")
-    p.add_argument("--label-column", default=None, help="the column with the labels (optional)")
-    p.add_argument("--labels", default=None, help="the public label set: comma-separated, or a JSON list (as for dpkit synth)")
-    p.add_argument("--epsilon", type=float, required=True, help="the budget the method runs at (the claim)")
-    p.add_argument("--delta", type=float, default=None, help="pp only: delta in (0, 1) (default 1e-6)")
-    p.add_argument("--canaries", type=int, default=None, help="number of canaries (default 1000; 200 with --smoke)")
-    p.add_argument("--scorers", default=",".join(DEFAULT_SCORERS), help="comma-separated: ngram, chars, embedding "
-                   f"(default {','.join(DEFAULT_SCORERS)})")
-    p.add_argument("--confidence", type=float, default=0.95, help="confidence of the lower bound (default 0.95)")
-    p.add_argument("--smoke", action="store_true", help="the method's tiny sizes, and 200 canaries")
-    p.add_argument("--set", action="append", default=None, metavar="KEY=VALUE",
-                   help="a method configuration setting (repeatable), as in dpkit synth")
-    p.add_argument("--out", default=None, help="audit folder DIR: DIR/run (a dpkit synth run folder), "
-                   "DIR/audit.json, DIR/audit_result.json (default: a new temporary folder)")
-    p.add_argument("--backend", choices=BACKENDS, default=None, help="text generation backend (default local)")
-    p.add_argument("--model", default=None, help="model name or path for the backend")
-    p.add_argument("--seed", type=int, default=None, help="the method's reproducible mode (NOT a DP release)")
-    p.add_argument("--limit", type=int, default=None, help="as in dpkit synth")
-    p.add_argument("--rows", type=int, default=None, help="as in dpkit synth")
-    p.set_defaults(func=_release)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from dpkit.audit.mechanism.tester import audit
 from dpkit.validate import ParameterError, check_int, check_positive
 
 __all__ = ["statdp_patterns"]
@@ -48,8 +49,6 @@ def audit_pairs(mechanism, pairs: dict, *, samples: int, rng, search_samples: in
     valid bound at the stated confidence. Returns ``(result, search)`` where
     ``search`` maps each pair's name to its search bound.
     """
-    from dpkit.audit.tester import audit
-
     if not pairs:
         raise ParameterError("pairs", pairs, "must name at least one (d0, d1) pair")
     top = check_int("top", top, minimum=1)
