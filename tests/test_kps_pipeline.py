@@ -31,7 +31,7 @@ NAMES = ["cardio", "dental", "ortho"]
 @pytest.mark.parametrize("method, ensemble", [("independent", "logarithmic"), ("iterative", "logarithmic"),
                                               ("iterative", "linear")])
 def test_ledger_records_eps_voc_plus_eps_kde(method, ensemble):
-    cfg = KPSConfig(eps_voc=1.0, eps_kde=5.0, S=3, N=8, L=4, method=method, ensemble=ensemble, n_features=64)
+    cfg = KPSConfig(epsilon=6.0, vocabulary_share=1 / 6, S=3, N=8, L=4, method=method, ensemble=ensemble, n_features=64)
     model = fit_kps(TEXTS, LABELS, NAMES, VOCAB, HashEmbedder(), cfg, np.random.default_rng(0))
     assert model.ledger.pure_epsilon() == pytest.approx(6.0) == model.epsilon
     members = 1 if method == "independent" else (4 if ensemble == "linear" else 2)
@@ -43,25 +43,27 @@ def test_ledger_records_eps_voc_plus_eps_kde(method, ensemble):
 
 
 def test_high_epsilon_sequences_follow_the_class():
-    cfg = KPSConfig(eps_voc=1e6, eps_kde=1e6, S=3, N=10, L=2, n_features=4096, bandwidth=0.5)
+    cfg = KPSConfig(epsilon=2e6, vocabulary_share=0.5, S=3, N=10, L=2, n_features=4096, bandwidth=0.5)
     model = fit_kps(TEXTS, LABELS, NAMES, VOCAB, HashEmbedder(), cfg, np.random.default_rng(0))
     dental = [t for s in model.sequences(1, 50, np.random.default_rng(1)) for t in s]
     assert np.mean([t in ("tooth", "gum", "enamel") for t in dental]) > 0.8
 
 
 def test_bad_corpora():
-    cfg = KPSConfig(S=2, N=3, L=2, n_features=16)
+    cfg = KPSConfig(epsilon=6.0, vocabulary_share=1 / 6, S=2, N=3, L=2, n_features=16)
     rng = np.random.default_rng(0)
     with pytest.raises(ParameterError, match="empty"):
         fit_kps([], [], NAMES, VOCAB, HashEmbedder(), cfg, rng)
     with pytest.raises(ParameterError, match="labels"):
         fit_kps(TEXTS, [5] * len(TEXTS), NAMES, VOCAB, HashEmbedder(), cfg, rng)
     with pytest.raises(ParameterError, match="N"):
-        fit_kps(TEXTS, LABELS, NAMES, VOCAB, HashEmbedder(), KPSConfig(N=50), rng)
+        fit_kps(TEXTS, LABELS, NAMES, VOCAB, HashEmbedder(), KPSConfig(epsilon=6.0, N=50), rng)
     with pytest.raises(ParameterError, match="method"):
-        KPSConfig(method="beam")
-    with pytest.raises(ParameterError, match="eps_kde"):
-        KPSConfig(eps_kde=-1)
+        KPSConfig(epsilon=6.0, method="beam")
+    with pytest.raises(ParameterError, match="epsilon"):
+        KPSConfig(epsilon=-1)
+    with pytest.raises(ParameterError, match="vocabulary_share"):  # the DP-KDEs need a part of the budget
+        KPSConfig(epsilon=6.0, vocabulary_share=1.0)
 
 
 def _releases(model):
@@ -74,7 +76,7 @@ def _releases(model):
 @pytest.mark.parametrize("method", ["independent", "iterative"])
 def test_class_without_documents_gets_the_mechanism_on_zero_documents(method):
     """No abort: an empty class is released exactly like a class whose documents carry no term."""
-    cfg = KPSConfig(eps_voc=1.0, eps_kde=2.0, S=3, N=6, L=3, method=method, n_features=32)
+    cfg = KPSConfig(epsilon=3.0, vocabulary_share=1 / 3, S=3, N=6, L=3, method=method, n_features=32)
     empty = fit_kps(TEXTS[:12], LABELS[:12], NAMES, VOCAB, HashEmbedder(), cfg, np.random.default_rng(5))
     termless = fit_kps(TEXTS[:12] + ["no known terms here"], LABELS[:12] + [2], NAMES, VOCAB, HashEmbedder(),
                        cfg, np.random.default_rng(5))
@@ -87,7 +89,7 @@ def test_class_without_documents_gets_the_mechanism_on_zero_documents(method):
 
 
 def test_long_document_is_cut_at_the_public_character_cap():
-    cfg = KPSConfig(eps_voc=1.0, eps_kde=2.0, S=3, N=6, L=2, n_features=32, max_chars=40)
+    cfg = KPSConfig(epsilon=3.0, vocabulary_share=1 / 3, S=3, N=6, L=2, n_features=32, max_chars=40)
     filler = "x" * 40
     cut = fit_kps(TEXTS + [filler], LABELS + [0], NAMES, VOCAB, HashEmbedder(), cfg, np.random.default_rng(1))
     long = fit_kps(TEXTS + [filler + " heart tooth gum" * 100_000], LABELS + [0], NAMES, VOCAB, HashEmbedder(), cfg,
@@ -95,7 +97,7 @@ def test_long_document_is_cut_at_the_public_character_cap():
     for a, b in zip(_releases(cut), _releases(long)):
         assert np.array_equal(np.asarray(a), np.asarray(b))
     with pytest.raises(ParameterError, match="max_chars"):
-        KPSConfig(max_chars=0)
+        KPSConfig(epsilon=6.0, max_chars=0)
 
 
 def test_chapter_ledger_adds_the_releases_made_on_the_same_data():
@@ -104,13 +106,14 @@ def test_chapter_ledger_adds_the_releases_made_on_the_same_data():
 
     chapter = PrivacyLedger()
     for eps_kde, method in ((2.0, "independent"), (5.0, "iterative")):
-        cfg = KPSConfig(eps_voc=1.0, eps_kde=eps_kde, S=3, N=6, L=3, method=method, n_features=32)
+        cfg = KPSConfig(epsilon=1.0 + eps_kde, vocabulary_share=1 / (1.0 + eps_kde), S=3, N=6, L=3, method=method,
+                        n_features=32)
         record_release(chapter, fit_kps(TEXTS, LABELS, NAMES, VOCAB, HashEmbedder(), cfg, np.random.default_rng(0)))
     assert chapter.pure_epsilon() == pytest.approx(3.0 + 6.0)
 
 
 def test_sketches_are_summed_in_float64_before_the_noise():
-    cfg = KPSConfig(eps_voc=1.0, eps_kde=2.0, S=3, N=6, L=3, n_features=32)
+    cfg = KPSConfig(epsilon=3.0, vocabulary_share=1 / 3, S=3, N=6, L=3, n_features=32)
     model = fit_kps(TEXTS, LABELS, NAMES, VOCAB, HashEmbedder(), cfg, np.random.default_rng(0))
     for kde in model.class_kdes.values():
         assert kde.sketch.dtype == np.float64 and kde.features.weights.dtype == np.float64

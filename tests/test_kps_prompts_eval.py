@@ -25,7 +25,7 @@ class EchoBackend:
 
 
 def test_kps_prompt_is_privatized_and_never_names_the_class():
-    cfg = KPSConfig(S=3, N=8, L=3, n_features=32)
+    cfg = KPSConfig(epsilon=6.0, vocabulary_share=1 / 6, S=3, N=8, L=3, n_features=32)
     model = fit_kps(TEXTS, LABELS, NAMES, VOCAB, HashEmbedder(), cfg, np.random.default_rng(0))
     backend = EchoBackend()
     corpus = kps_corpus(model, backend, Public("medical record"), 2, np.random.default_rng(1))
@@ -71,8 +71,8 @@ def test_corpus_helpers_refuse_plain_text():
     backend = EchoBackend()
     with pytest.raises(ParameterError, match="never marks"):
         only_llm_corpus(backend, Public("note"), ["a private description"], 1)
-    model = fit_kps(TEXTS, LABELS, NAMES, VOCAB, HashEmbedder(), KPSConfig(S=3, N=8, L=3, n_features=32),
-                    np.random.default_rng(0))
+    config = KPSConfig(epsilon=6.0, vocabulary_share=1 / 6, S=3, N=8, L=3, n_features=32)
+    model = fit_kps(TEXTS, LABELS, NAMES, VOCAB, HashEmbedder(), config, np.random.default_rng(0))
     with pytest.raises(ParameterError, match="never marks"):
         kps_corpus(model, backend, Public("note"), 1, np.random.default_rng(1), examples=["private doc"])
     with pytest.raises(PrivateTextError):

@@ -73,7 +73,7 @@ def test_each_entry_is_on_the_ledger_before_its_first_private_read(monkeypatch, 
         return real_keyphrases(texts, matcher)
 
     monkeypatch.setattr(pipeline, "document_keyphrases", keyphrases)
-    config = KPSConfig(N=8, L=4, n_features=32, method=method, ensemble=ensemble)
+    config = KPSConfig(epsilon=6.0, vocabulary_share=1 / 6, N=8, L=4, n_features=32, method=method, ensemble=ensemble)
     texts = [watched(t, reads) for t in TEXTS]
     model = fit_kps(texts, LABELS, ["a", "b", "c"], VOCAB, Embedder(), config, np.random.default_rng(0), ledger)
 
@@ -89,7 +89,7 @@ def test_each_entry_is_on_the_ledger_before_its_first_private_read(monkeypatch, 
 
 
 def test_the_charged_contracts_are_the_released_ones():
-    config = KPSConfig(N=8, L=4, n_features=32, method="iterative")
+    config = KPSConfig(epsilon=6.0, vocabulary_share=1 / 6, N=8, L=4, n_features=32, method="iterative")
     model = fit_kps(TEXTS, LABELS, ["a", "b", "c"], VOCAB, Embedder(), config, np.random.default_rng(1))
     vocabulary, kde = pipeline.planned_contracts(config, len(VOCAB))
     assert model.vocabulary.contract == vocabulary
@@ -100,6 +100,6 @@ def test_the_charged_contracts_are_the_released_ones():
 def test_a_vocabulary_smaller_than_N_costs_nothing():
     ledger = PrivacyLedger()
     with pytest.raises(Exception, match="N"):
-        fit_kps(TEXTS, LABELS, ["a", "b", "c"], VOCAB, Embedder(), KPSConfig(N=len(VOCAB) + 5),
-                np.random.default_rng(0), ledger)
+        fit_kps(TEXTS, LABELS, ["a", "b", "c"], VOCAB, Embedder(),
+                KPSConfig(epsilon=6.0, vocabulary_share=1 / 6, N=len(VOCAB) + 5), np.random.default_rng(0), ledger)
     assert ledger.entries == []

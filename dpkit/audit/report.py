@@ -359,7 +359,7 @@ def example_kps_run(seed: int = 0, real_embedder: bool = True, max_per_class: in
 
         embedder = HashEmbedder()
     data = load_medical_specialties(n_classes=3, max_per_class=max_per_class, seed=seed)
-    config = KPSConfig(eps_voc=1.0, eps_kde=3.0, S=10, N=100, n_features=256)
+    config = KPSConfig(epsilon=4.0, vocabulary_share=0.25, S=10, N=100, n_features=256)
     model = fit_kps(data.train_texts, data.train_labels, data.label_names, medical_vocabulary(), embedder,
                     config, np.random.default_rng(seed))
     params = {"method": "DP-KPS (independent keyphrase sampling)", "dataset": data.name,

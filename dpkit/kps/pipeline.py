@@ -43,7 +43,7 @@ from dpkit.kps.rff import RandomFourierFeatures
 from dpkit.kps.sequences import CHOICES, independent_sequences, iterative_sequences
 from dpkit.kps.vocabulary import PhraseMatcher, PrivateVocabulary, histogram_mechanism, private_vocabulary
 from dpkit.privacy import Charge, PrivacyLedger
-from dpkit.validate import (ParameterError, check_choice, check_int, check_positive, check_rng,
+from dpkit.validate import (ParameterError, check_choice, check_in_range, check_int, check_positive, check_rng,
                             check_unit_norm)
 
 METHODS = ("independent", "iterative")
@@ -51,10 +51,16 @@ METHODS = ("independent", "iterative")
 
 @dataclass(frozen=True)
 class KPSConfig:
-    """Parameters of one DP-KPS run (defaults follow the paper where it states them)."""
+    """Parameters of one DP-KPS run (defaults follow the paper where it states them).
 
-    eps_voc: float = 1.0
-    eps_kde: float = 5.0
+    The budget is stated once: ``epsilon``, the total pure-DP budget (required), of
+    which ``vocabulary_share`` pays for the private vocabulary (:attr:`eps_voc`) and
+    the rest for the per-class DP-KDEs (:attr:`eps_kde`). A configuration that
+    extends this one (a release's, :class:`dpkit.methods.kps.Config`) adds fields only.
+    """
+
+    epsilon: float                 # the total pure-DP budget: eps_voc + eps_kde
+    vocabulary_share: float = 0.2  # part of epsilon for the private vocabulary, the rest for the DP-KDEs
     S: int = 10                    # terms per document in the vocabulary histogram
     N: int = 1000                  # private vocabulary size
     L: int = 10                    # keyphrases per sequence
@@ -68,8 +74,8 @@ class KPSConfig:
     max_chars: int = 100_000       # public cap: each document is cut to its first max_chars characters
 
     def __post_init__(self):
-        check_positive("eps_voc", self.eps_voc)
-        check_positive("eps_kde", self.eps_kde)
+        check_positive("epsilon", self.epsilon)
+        check_in_range("vocabulary_share", self.vocabulary_share, 0.0, 1.0, low_open=True, high_open=True)
         check_int("S", self.S, minimum=1)
         check_int("N", self.N, minimum=1)
         check_int("L", self.L, minimum=1)
@@ -81,8 +87,14 @@ class KPSConfig:
         check_int("max_chars", self.max_chars, minimum=1)
 
     @property
-    def epsilon(self) -> float:
-        return self.eps_voc + self.eps_kde
+    def eps_voc(self) -> float:
+        """The private vocabulary's budget: ``vocabulary_share * epsilon``."""
+        return self.epsilon * self.vocabulary_share
+
+    @property
+    def eps_kde(self) -> float:
+        """The per-class DP-KDEs' budget (parallel over the classes): ``epsilon - eps_voc``."""
+        return self.epsilon - self.eps_voc
 
     def public_rules(self) -> dict[str, str]:
         """The data-independent rules that decide what happens to unusual private inputs."""

@@ -21,7 +21,7 @@ vocabulary and DP-KDE noise, ``(1, c)`` class ``c``'s sequence sampling,
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -36,7 +36,7 @@ from dpkit.models.embed import load_embedder
 from dpkit.models.voice import document_voice
 from dpkit.privacy.marks import Public
 from dpkit.seeds import generator, int_seed
-from dpkit.validate import ParameterError, check_choice, check_in_range, check_int, check_positive
+from dpkit.validate import ParameterError, check_choice, check_int, check_positive
 
 NAME = "kps"
 VOCABULARIES = ("english", "medical")
@@ -60,22 +60,19 @@ STATEMENT = PrivacyStatement(
 )
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True)
 class Config(KPSConfig):
-    """Public parameters of a DP-KPS release: ``epsilon``, split into ``eps_voc = vocabulary_share * epsilon``
-    and ``eps_kde = epsilon - eps_voc``.
+    """Public parameters of a DP-KPS release.
 
-    The algorithm's parameters (S, N, L, the KDE ``method``, ``n_features``,
-    ``bandwidth``, ``max_chars``, ...), their defaults and their validation live
-    once, in :class:`~dpkit.kps.pipeline.KPSConfig` (this class IS one); a release
-    adds the budget split, the public vocabulary and the generation settings.
+    The budget (``epsilon``, split by ``vocabulary_share`` into ``eps_voc`` and
+    ``eps_kde``) and the algorithm's parameters (S, N, L, the KDE ``method``,
+    ``n_features``, ``bandwidth``, ``max_chars``, ...), their defaults and their
+    validation live once, in :class:`~dpkit.kps.pipeline.KPSConfig` (this class IS
+    one); a release adds fields only: its size, the public vocabulary and the
+    generation settings.
     """
 
-    eps_voc: float = field(init=False, default=0.0)   # derived from epsilon and vocabulary_share
-    eps_kde: float = field(init=False, default=0.0)
-    epsilon: float = None              # required; the total pure-DP budget
     n_per_class: int = 100
-    vocabulary_share: float = 0.2      # part of epsilon for the private vocabulary, the rest for the DP-KDEs
     vocabulary: str = "english"        # public vocabulary: 10k frequent English words, or medical terms
     document_type: str = "short text"
     voice: bool = True                 # the data's voice (dpkit.models.voice.document_voice); False: the bare prompt
@@ -86,14 +83,7 @@ class Config(KPSConfig):
     example_chars: int = 200           # each example cut to its first example_chars characters
 
     def __post_init__(self):
-        if self.epsilon is None:
-            raise ParameterError("epsilon", None, "is required (the total budget, > 0)")
-        check_positive("epsilon", self.epsilon)
-        check_in_range("vocabulary_share", self.vocabulary_share, 0.0, 1.0, low_open=True, high_open=True)
-        eps_voc = self.epsilon * self.vocabulary_share
-        object.__setattr__(self, "eps_voc", eps_voc)
-        object.__setattr__(self, "eps_kde", self.epsilon - eps_voc)
-        super().__post_init__()  # S, N, L, method, n_features, bandwidth, max_chars, ...
+        super().__post_init__()  # epsilon, vocabulary_share, S, N, L, method, n_features, bandwidth, max_chars, ...
         check_int("few_shot", self.few_shot, minimum=0)
         check_int("example_chars", self.example_chars, minimum=1)
         check_int("n_per_class", self.n_per_class, minimum=1)
