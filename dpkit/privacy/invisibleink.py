@@ -42,8 +42,9 @@ from __future__ import annotations
 import math
 
 from dpkit.privacy.contract import PrivacyContract
-from dpkit.privacy.private_prediction import UNIT, check_batch_size, svt_contract, token_grid
-from dpkit.privacy.zcdp import epsilon_to_zcdp, zcdp_to_epsilon, zcdp_to_epsilon_bun_steinke
+from dpkit.privacy.private_prediction import (UNIT, check_batch_size, guarantee_at_cap, rho_at_cap, token_grid,
+                                              token_rho, tokens_within)
+from dpkit.privacy.zcdp import epsilon_to_zcdp
 from dpkit.validate import ParameterError, check_int, check_positive, check_probability
 
 #: the private-prediction variants: the seed paper's (Amin et al., the default) and InvisibleInk
@@ -95,17 +96,13 @@ def invisibleink_token_contract(batch_size: float, clip: float, temperature: flo
 def invisibleink_per_token_rho(batch_size: float, clip: float, temperature: float,
                                svt_sigma: float | None = None) -> float:
     """zCDP cost of one private token, ``((C/s + grid)/tau)^2 / 2`` (plus its sparse-vector run, if any)."""
-    rho = invisibleink_token_contract(batch_size, clip, temperature).rho()
-    if svt_sigma is not None:
-        rho += svt_contract(batch_size, svt_sigma).rho()
-    return rho
+    return token_rho(invisibleink_token_contract(batch_size, clip, temperature), batch_size, svt_sigma)
 
 
 def invisibleink_rho(tokens: int, batch_size: float, clip: float, temperature: float,
                      svt_sigma: float | None = None) -> float:
     """``r`` private tokens per batch compose sequentially; disjoint batches in parallel."""
-    r = check_int("tokens", tokens, minimum=0)
-    return r * invisibleink_per_token_rho(batch_size, clip, temperature, svt_sigma)
+    return rho_at_cap(tokens, invisibleink_per_token_rho(batch_size, clip, temperature, svt_sigma))
 
 
 def invisibleink_contract(tokens: int, batch_size: float, clip: float, temperature: float,
@@ -127,26 +124,17 @@ def invisibleink_contract(tokens: int, batch_size: float, clip: float, temperatu
 def invisibleink_max_private_tokens(epsilon: float, delta: float, batch_size: float, clip: float,
                                     temperature: float, svt_sigma: float | None = None) -> int:
     """Largest integer r whose rho converts (tightly) to at most (epsilon, delta)."""
-    epsilon = check_positive("epsilon", epsilon)
-    delta = check_probability("delta", delta)
-    unit = invisibleink_per_token_rho(batch_size, clip, temperature, svt_sigma)
-    r = int(math.floor(epsilon_to_zcdp(epsilon, delta) / unit * (1 + 1e-12)))
-    while r > 0 and zcdp_to_epsilon(r * unit, delta) > epsilon:
-        r -= 1
-    while zcdp_to_epsilon((r + 1) * unit, delta) <= epsilon:
-        r += 1
-    return r
+    check_positive("epsilon", epsilon)
+    check_probability("delta", delta)
+    return tokens_within(epsilon, delta, invisibleink_per_token_rho(batch_size, clip, temperature, svt_sigma))
 
 
 def invisibleink_guarantee(tokens: int, delta: float, batch_size: float, clip: float, temperature: float,
                            svt_sigma: float | None = None) -> dict:
     """The run's guarantee at its cap (same keys as :func:`~dpkit.privacy.private_prediction_guarantee`)."""
-    delta = check_probability("delta", delta)
-    rho = invisibleink_rho(tokens, batch_size, clip, temperature, svt_sigma)
-    return {"max_private_tokens": int(tokens), "rho": rho,
-            "rho_per_token": invisibleink_per_token_rho(batch_size, clip, temperature, svt_sigma),
-            "delta": delta, "epsilon": zcdp_to_epsilon(rho, delta),
-            "epsilon_bun_steinke": zcdp_to_epsilon_bun_steinke(rho, delta), "variant": NAME}
+    check_probability("delta", delta)
+    return {**guarantee_at_cap(tokens, delta, invisibleink_per_token_rho(batch_size, clip, temperature, svt_sigma)),
+            "variant": NAME}
 
 
 def paper_rho(tokens: int, clip: float, batch_size: float, temperature: float) -> float:

@@ -73,19 +73,55 @@ def svt_contract(batch_size: float, svt_sigma: float) -> PrivacyContract:
              "L1 distance of averaged next-token distributions")
 
 
-def per_token_rho(batch_size: float, clip: float, temperature: float, svt_sigma: float | None = None) -> float:
-    """zCDP cost of one private token (plus its sparse-vector run when ``svt_sigma`` is given)."""
-    rho = private_token_contract(batch_size, clip, temperature).rho()
+def token_rho(token: PrivacyContract, batch_size: float, svt_sigma: float | None = None) -> float:
+    """zCDP cost of one private token of contract ``token``, plus its sparse-vector run when ``svt_sigma``
+    is given (both variants of private prediction: :func:`per_token_rho`, InvisibleInk's)."""
+    rho = token.rho()
     if svt_sigma is not None:
         rho += svt_contract(batch_size, svt_sigma).rho()
     return rho
 
 
+def tokens_within(epsilon: float, delta: float, rho_per_token: float) -> int:
+    """Largest integer r whose ``r * rho_per_token`` zCDP converts (tightly) to at most (epsilon, delta)."""
+    epsilon = check_positive("epsilon", epsilon)
+    delta = check_probability("delta", delta)
+    r = int(math.floor(epsilon_to_zcdp(epsilon, delta) / rho_per_token * (1 + 1e-12)))
+    while r > 0 and zcdp_to_epsilon(r * rho_per_token, delta) > epsilon:
+        r -= 1
+    while zcdp_to_epsilon((r + 1) * rho_per_token, delta) <= epsilon:
+        r += 1
+    return r
+
+
+def rho_at_cap(tokens: int, rho_per_token: float) -> float:
+    """zCDP of ``tokens`` private tokens per batch: they compose sequentially, disjoint batches in parallel."""
+    return check_int("tokens", tokens, minimum=0) * rho_per_token
+
+
+def guarantee_at_cap(tokens: int, delta: float, rho_per_token: float) -> dict:
+    """The guarantee of a run capped at ``tokens`` private tokens per batch, each costing ``rho_per_token``
+    (:func:`rho_at_cap`): rho, and epsilon at ``delta``.
+
+    Keys: ``max_private_tokens``, ``rho``, ``rho_per_token``, ``delta``, ``epsilon`` (tight
+    conversion) and ``epsilon_bun_steinke``. Both variants report it (:func:`private_prediction_guarantee`,
+    :func:`dpkit.privacy.invisibleink.invisibleink_guarantee`).
+    """
+    delta = check_probability("delta", delta)
+    rho = rho_at_cap(tokens, rho_per_token)
+    return {"max_private_tokens": int(tokens), "rho": rho, "rho_per_token": rho_per_token, "delta": delta,
+            "epsilon": zcdp_to_epsilon(rho, delta), "epsilon_bun_steinke": zcdp_to_epsilon_bun_steinke(rho, delta)}
+
+
+def per_token_rho(batch_size: float, clip: float, temperature: float, svt_sigma: float | None = None) -> float:
+    """zCDP cost of one private token (plus its sparse-vector run when ``svt_sigma`` is given)."""
+    return token_rho(private_token_contract(batch_size, clip, temperature), batch_size, svt_sigma)
+
+
 def private_prediction_rho(tokens: int, batch_size: float, clip: float, temperature: float,
                            svt_sigma: float | None = None) -> float:
     """Theorem 1: rho = r ((c/s + grid)/tau)^2 / 2 + r 2 ((1/s + grid')/sigma)^2; no SVT term without ``svt_sigma``."""
-    r = check_int("tokens", tokens, minimum=0)
-    return r * per_token_rho(batch_size, clip, temperature, svt_sigma)
+    return rho_at_cap(tokens, per_token_rho(batch_size, clip, temperature, svt_sigma))
 
 
 def private_prediction_contract(tokens: int, batch_size: float, clip: float, temperature: float,
@@ -108,26 +144,14 @@ def private_prediction_contract(tokens: int, batch_size: float, clip: float, tem
 def max_private_tokens(epsilon: float, delta: float, batch_size: float, clip: float, temperature: float,
                        svt_sigma: float | None = None) -> int:
     """Largest integer r whose Theorem-1 rho converts (tightly) to at most (epsilon, delta)."""
-    epsilon = check_positive("epsilon", epsilon)
-    delta = check_probability("delta", delta)
-    unit_rho = per_token_rho(batch_size, clip, temperature, svt_sigma)
-    r = int(math.floor(epsilon_to_zcdp(epsilon, delta) / unit_rho * (1 + 1e-12)))
-    while r > 0 and zcdp_to_epsilon(r * unit_rho, delta) > epsilon:
-        r -= 1
-    while zcdp_to_epsilon((r + 1) * unit_rho, delta) <= epsilon:
-        r += 1
-    return r
+    check_positive("epsilon", epsilon)
+    check_probability("delta", delta)
+    return tokens_within(epsilon, delta, per_token_rho(batch_size, clip, temperature, svt_sigma))
 
 
 def private_prediction_guarantee(tokens: int, delta: float, batch_size: float, clip: float, temperature: float,
                                  svt_sigma: float | None = None) -> dict:
-    """A run's guarantee at its cap of ``tokens`` private tokens per batch: rho and epsilon at ``delta``.
-
-    Keys: ``max_private_tokens``, ``rho``, ``rho_per_token``, ``delta``, ``epsilon`` (tight
-    conversion) and ``epsilon_bun_steinke``.  The pipeline and ``dpkit account`` both report this.
-    """
-    delta = check_probability("delta", delta)
-    rho = private_prediction_rho(tokens, batch_size, clip, temperature, svt_sigma)
-    return {"max_private_tokens": int(tokens), "rho": rho,
-            "rho_per_token": per_token_rho(batch_size, clip, temperature, svt_sigma), "delta": delta,
-            "epsilon": zcdp_to_epsilon(rho, delta), "epsilon_bun_steinke": zcdp_to_epsilon_bun_steinke(rho, delta)}
+    """A run's guarantee at its cap of ``tokens`` private tokens per batch: rho and epsilon at ``delta``
+    (:func:`guarantee_at_cap`). The pipeline and ``dpkit account`` both report this."""
+    check_probability("delta", delta)
+    return guarantee_at_cap(tokens, delta, per_token_rho(batch_size, clip, temperature, svt_sigma))
