@@ -7,16 +7,20 @@ Exit status 2 means bad arguments.
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
+import time
+from importlib import import_module
+
+from dpkit import runtime
+from dpkit.models.embed import load_embedder
+from dpkit.runs import RunInUseError
+from dpkit.validate import ParameterError
 
 
 def _prepare(args: argparse.Namespace) -> int:
     """Build the local model caches so that later loads are fast and offline."""
-    import time
-
-    from dpkit import runtime
-    from dpkit.models.embed import load_embedder
-    from dpkit.models.lm import prepare_bundled_lm
+    from dpkit.models.lm import prepare_bundled_lm  # PyTorch: loaded only by this command
 
     runtime.setup()
     start = time.perf_counter()
@@ -41,8 +45,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _registrars():
     """The sub-command modules; each defines ``register(subparsers)``."""
-    from importlib import import_module
-
     for name in SUBCOMMAND_MODULES:
         yield import_module(name).register
 
@@ -77,9 +79,6 @@ def main(argv: list[str] | None = None) -> int:
 
 def failure_exit_code(error: BaseException) -> int | None:
     """2 for bad input or a folder that cannot be used as asked, 1 for the environment, None otherwise."""
-    from dpkit.runs import RunInUseError
-    from dpkit.validate import ParameterError
-
     if isinstance(error, (ParameterError, RunInUseError)):
         return 2
     if isinstance(error, (OSError, MemoryError)):
@@ -92,17 +91,12 @@ INTERRUPTED = 130  # the shell's code for a process ended by SIGINT
 
 def interrupted_line(argv: list[str]) -> str:
     """The one line for Ctrl-C: what is kept and the command (quoted for a POSIX shell) that resumes."""
-    import shlex
-
     return ("interrupted (Ctrl-C). What was written is kept and no budget is spent twice; to resume, run the "
             f"same command again: dpkit {shlex.join(str(a) for a in argv)}")
 
 
 def failure_line(error: BaseException, out: str | None) -> str:
     """One line naming the folder (and the file) and what to do; no private values."""
-    from dpkit.runs import RunInUseError
-    from dpkit.validate import ParameterError
-
     where = f" (run folder {out})" if out else ""
     if isinstance(error, (ParameterError, RunInUseError)):
         return f"{error}{where}"

@@ -41,6 +41,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from dpkit.data.dataset import clean_records, split_dataset
+from dpkit.data.streaming import table_rows
+from dpkit.runs.progress_bars import byte_progress
 from dpkit.validate import ParameterError, check_int
 
 FORMATS = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl"}
@@ -107,9 +110,6 @@ def read_table(path: str | os.PathLike, text_column: str, label_column: str | No
     :class:`RowLimitExceeded` at once (the rest of the file is not read).
     Every other problem is raised when the reading ends, before anything is written.
     """
-    from dpkit.data.streaming import table_rows
-    from dpkit.runs.progress_bars import byte_progress
-
     if not isinstance(text_column, str) or not text_column:
         raise ParameterError("--text-column", text_column, "must name a column")
     if label_column is not None and (not isinstance(label_column, str) or not label_column):
@@ -234,8 +234,6 @@ def load_table_dataset(path: str | os.PathLike, text_column: str | None = None, 
     deduplicated, and classes kept in the order of :func:`label_set`, as every
     bundled loader does (:func:`dpkit.data.dataset.split_dataset`).
     """
-    from dpkit.data.dataset import clean_records, split_dataset
-
     table = read_table(path, text_column or "text", label_column or "label")
     names = label_set(table.labels)
     index = {name: k for k, name in enumerate(names)}

@@ -28,10 +28,16 @@ from __future__ import annotations
 
 import math
 import time
+from importlib import metadata
 
 import numpy as np
 
+from dpkit import runtime
+from dpkit.data import load_dataset
+from dpkit.evaluation import evaluate
 from dpkit.experiments.compare import configs, method_of, per_class_subset, pp_decoding_key
+from dpkit.methods import Records
+from dpkit.models.embed import load_embedder
 from dpkit.seeds import generator, root_sequence
 from dpkit.textmetrics import measure_texts
 
@@ -43,8 +49,6 @@ TEACHING_RUN = ("a seeded teaching run on public benchmark data, not a different
 
 
 def package_version(name: str) -> str | None:
-    from importlib import metadata
-
     try:
         return metadata.version(name)
     except metadata.PackageNotFoundError:
@@ -72,10 +76,8 @@ class LocalCells:
 
     def _models(self):
         if self._backend is None:
-            from dpkit import runtime
-            from dpkit.backends import get_backend
-            from dpkit.experiments.kps_corpora import MemoEmbedder
-            from dpkit.models.embed import load_embedder
+            from dpkit.backends import get_backend  # PyTorch (the local backend)
+            from dpkit.experiments.kps_corpora import MemoEmbedder  # PyTorch (DP-KPS)
 
             runtime.setup()
             self._backend = get_backend(self.backend_name, self.model_request)
@@ -84,9 +86,6 @@ class LocalCells:
 
     def _dataset(self, name: str):
         if name not in self._data:
-            from dpkit.data import load_dataset
-            from dpkit.methods import Records
-
             preset = self.preset
             data = load_dataset(name, max_per_class=preset.max_per_class, seed=0,
                                 test_fraction=preset.test_fraction,
@@ -113,8 +112,7 @@ class LocalCells:
         return self._models()[0].model
 
     def __call__(self, dataset: str, method: str, epsilon: float, seed: int) -> dict:
-        from dpkit.evaluation import evaluate
-        from dpkit.methods import METHODS, Records
+        from dpkit.methods import METHODS  # the method modules load PyTorch
 
         backend, embedder = self._models()
         records, test_texts, test_labels, x_test = self._dataset(dataset)

@@ -54,15 +54,17 @@ import json
 import math
 import os
 import platform
+import re
 import subprocess
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
-from dpkit.experiments.cells import TEACHING_RUN, package_version
+from dpkit.experiments.cells import TEACHING_RUN, LocalCells, package_version
 from dpkit.experiments.compare import METHOD_NAMES, VARIANT_ROWS, Sizes
 from dpkit.io import atomic_write_bytes
+from dpkit.runs import lock
 from dpkit.runs.codec import digest, keyed_digest
 from dpkit.runtime import cache_dir
 from dpkit.validate import ParameterError
@@ -321,11 +323,9 @@ class Sweep:
     recompute_failed: bool = False  # a stored cell that fails its digest or seal: refused (False) or made again
 
     def run(self) -> "Sweep":
-        from dpkit.runs.lock import acquire, release
-
         self.out = Path(self.out)
         self.out.mkdir(parents=True, exist_ok=True)
-        acquire(self.out, self)  # RunInUseError (exit 2) while another process writes this folder
+        lock.acquire(self.out, self)  # RunInUseError (exit 2) while another process writes this folder
         try:
             commit, version = git_commit(), package_version("dpkit")
             cells = [c for c in self.preset.cells() if not self.only or c in self.only]
@@ -373,7 +373,7 @@ class Sweep:
                               f"(release {body['wall_s']['release']:.0f} s; "
                               f"{eta(time.perf_counter() - sweep_start, seconds_by_method, left)})")
         finally:
-            release(self.out, self)
+            lock.release(self.out, self)
         return self
 
 
@@ -439,8 +439,6 @@ def _compare_command(args) -> int:
         preset = replace(preset, methods=parse_methods(args.methods))
     if args.datasets is not None:
         preset = replace(preset, datasets=parse_datasets(args.datasets, preset))
-    from dpkit.experiments.cells import LocalCells
-
     start = time.perf_counter()
     cells = LocalCells(preset, model=args.model)
     model = cells.model()  # a named model whose packages are missing: ParameterError (exit 2) before any folder
@@ -458,8 +456,6 @@ def _slug(model: str) -> str:
 
     ``qwen2.5-coder-1.5b`` stays as it is; ``/x/My Model.gguf`` becomes ``my-model``.
     """
-    import re
-
     stem = Path(str(model)).name
     stem = stem[:-5] if stem.lower().endswith(".gguf") else stem
     return re.sub(r"[^a-z0-9._-]+", "-", stem.lower()).strip("-") or "model"

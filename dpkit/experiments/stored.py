@@ -37,6 +37,8 @@ import tempfile
 from pathlib import Path
 from typing import Sequence
 
+from dpkit.experiments.cells import LocalCells
+from dpkit.experiments.compare import metric_interval, t_interval
 from dpkit.experiments.results import (PRESETS, PROVENANCE_KEYS, REAL, Preset, Sweep, cell_path, cell_problem,
                                       results_key)
 
@@ -203,8 +205,6 @@ def paired_difference(frame, dataset: str, method: str, low_epsilon: float, high
     whole interval lies above 0, ``falls`` when it lies below; with one pair the
     interval has no width and neither is claimed.
     """
-    from dpkit.experiments.compare import t_interval
-
     part = frame[(frame["dataset"] == dataset) & (frame["method"] == method)]
     low = part[part["epsilon"] == low_epsilon].set_index("seed")[column]
     high = part[part["epsilon"] == high_epsilon].set_index("seed")[column]
@@ -226,8 +226,6 @@ def summarize(frame, columns: Sequence[str] = ("balanced_accuracy", "macro_f1", 
     majority baseline of its ``real`` cells.
     """
     import pandas as pd
-
-    from dpkit.experiments.compare import metric_interval, t_interval
 
     out = []
     for (dataset, method, epsilon), part in frame.groupby(["dataset", "method", "epsilon"], sort=True):
@@ -267,8 +265,6 @@ def rerun_slice(preset: Preset, chosen: Sequence[tuple[str, str, float, int]], *
     Returns ``{cell: body}``.
     """
     if run_cell is None:
-        from dpkit.experiments.cells import LocalCells
-
         run_cell = LocalCells(preset)
     out = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="dpkit-slice-"))
     Sweep(preset, out, run_cell, progress=lambda line: None, only=tuple(chosen)).run()

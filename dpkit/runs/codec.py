@@ -19,6 +19,7 @@ import hmac
 import json
 import os
 import platform
+from importlib import metadata
 from typing import Any, Mapping
 
 from dpkit import io as _io
@@ -129,8 +130,6 @@ def file_digest(path: str | os.PathLike) -> str:
 
 def package_versions() -> dict[str, str | None]:
     """Versions of Python, dpkit and the packages that shape a generation."""
-    from importlib import metadata
-
     versions: dict[str, str | None] = {"python": platform.python_version()}
     for name in ("dpkit",) + VERSIONED_PACKAGES:
         try:

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Mapping
 
+from dpkit.runs.run import _items
 from dpkit.runtime import release_mode
+from dpkit.validate import check_int
 
 
 def generate_records(run: Any, backend: Any, prompts: Mapping | Iterable, *, batch_size: int = 1,
@@ -26,9 +28,6 @@ def generate_records(run: Any, backend: Any, prompts: Mapping | Iterable, *, bat
     ``temperature``, ``seed``...). The completion of a sealed Privatized prompt
     is returned (and stored) as Privatized text with the prompt's provenance.
     """
-    from dpkit.runs.run import _items
-    from dpkit.validate import check_int
-
     if run is None:
         batch_size = check_int("batch_size", batch_size, minimum=1)
         todo = _items(prompts)

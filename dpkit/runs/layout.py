@@ -18,7 +18,9 @@ import json
 import os
 from pathlib import Path
 
+from dpkit.io import TEMP_PREFIX
 from dpkit.runs.codec import differences
+from dpkit.runs.integrity import verify_folder
 from dpkit.validate import ParameterError
 
 NEW, RESUME, DONE = "new", "resume", "done"
@@ -34,8 +36,6 @@ def _only_a_new_runs_first_files(root: Path) -> bool:
     """True when ``root`` is empty or holds only what a Run writes before its first manifest
     (its key and input digest under ``private/private/``, the lock, temporaries): a crash there
     left nothing to resume, and a new run may start."""
-    from dpkit.io import TEMP_PREFIX
-
     for path in root.rglob("*"):
         if path.is_dir():
             continue
@@ -72,8 +72,6 @@ def folder_state(out: str | os.PathLike, params: dict, seed: int | None) -> str:
                              "would mix two runs. It differs in: " + "; ".join(changes)
                              + ". Use a new folder, or delete this one to start over")
     if manifest.get("status") == "complete" and release.is_dir():
-        from dpkit.runs.integrity import verify_folder
-
         verify_folder(private)      # a finished run's records, keys, ledger and release still match
         return DONE
     return RESUME

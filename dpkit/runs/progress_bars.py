@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+from importlib.util import find_spec
 from typing import Callable, Iterable, Iterator
 
 
@@ -23,8 +24,6 @@ def progress_enabled() -> bool:
     if os.environ.get("CI", "").strip().lower() in ("1", "true", "yes"):
         return False
     if _in_notebook_kernel():
-        from importlib.util import find_spec
-
         return find_spec("ipywidgets") is not None
     return bool(getattr(sys.stderr, "isatty", lambda: False)())
 

@@ -28,6 +28,7 @@ from typing import Sequence
 
 import numpy as np
 
+from dpkit.models.embed import load_embedder
 from dpkit.textmetrics.assistant import ASSISTANT_PATTERNS, assistant_share, is_assistant_talk
 from dpkit.textmetrics.detect import real_vs_synthetic_auroc
 from dpkit.textmetrics.knn import DEFAULT_K, knn_precision_recall
@@ -62,7 +63,6 @@ def measure_texts(synthetic: Sequence[str], real: Sequence[str], *, embedder=Non
     for given, texts in ((synthetic_features, synthetic), (real_features, real)):
         if given is None:
             if embedder is None:
-                from dpkit.models.embed import load_embedder
                 embedder = load_embedder()
             given = embedder.encode(texts)
         features.append(np.asarray(given, dtype=np.float64))
