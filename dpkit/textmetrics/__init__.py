@@ -28,7 +28,6 @@ from typing import Sequence
 
 import numpy as np
 
-from dpkit.models.embed import load_embedder
 from dpkit.textmetrics.assistant import ASSISTANT_PATTERNS, assistant_share, is_assistant_talk
 from dpkit.textmetrics.detect import real_vs_synthetic_auroc
 from dpkit.textmetrics.knn import DEFAULT_K, knn_precision_recall
@@ -49,7 +48,8 @@ def measure_texts(synthetic: Sequence[str], real: Sequence[str], *, embedder=Non
     """Every measure of :data:`TEXT_METRICS` of ``synthetic`` against ``real`` (module docstring).
 
     Embeddings: ``synthetic_features`` / ``real_features`` when given (the same
-    embedder for both), else computed with ``embedder`` (default: the bundled MiniLM).
+    embedder for both), else computed with ``embedder`` (any object with ``encode(texts)``, such as
+    :func:`dpkit.models.embed.load_embedder`'s MiniLM; the package loads no model itself).
     ``document_type``: the instruction's document type, also counted as an echo
     (:func:`~dpkit.textmetrics.assistant.is_assistant_talk`). ``seed``: the
     cross-validation's shuffle. The distinct-n of the real set is computed on
@@ -63,7 +63,8 @@ def measure_texts(synthetic: Sequence[str], real: Sequence[str], *, embedder=Non
     for given, texts in ((synthetic_features, synthetic), (real_features, real)):
         if given is None:
             if embedder is None:
-                embedder = load_embedder()
+                raise ParameterError("embedder", None, "is needed when synthetic_features or real_features is "
+                                     "not given (e.g. dpkit.models.embed.load_embedder())")
             given = embedder.encode(texts)
         features.append(np.asarray(given, dtype=np.float64))
     x_synthetic, x_real = features
