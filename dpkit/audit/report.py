@@ -25,9 +25,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from dpkit.audit.mechanism.registry import audit_row
-from dpkit.data import load_medical_specialties, medical_vocabulary
 from dpkit.kps.rff import RandomFourierFeatures
-from dpkit.models.embed import load_embedder
 from dpkit.validate import ParameterError
 
 __all__ = ["SensitivityCheck", "recheck_sensitivity", "audit_names_for", "checklist", "verdict"]
@@ -342,34 +340,6 @@ def run_audits(ledger_data: Mapping[str, Any], samples: int = 20_000, seed: int 
             row["ledger entry"] = entry["label"]
             rows.append(row)
     return rows
-
-
-def example_kps_run(seed: int = 0, real_embedder: bool = True, max_per_class: int = 40) -> tuple[dict, dict]:
-    """A small real DP-KPS run (medical specialties, 3 classes) for the report's default page.
-
-    Returns ``(ledger_dict, params)``. ``real_embedder=False`` uses the hashed
-    bag-of-words embedder (public and deterministic) instead of MiniLM, for speed.
-    """
-    from dpkit.kps.pipeline import KPSConfig, fit_kps
-
-    if real_embedder:
-        embedder = load_embedder()
-    else:
-        from dpkit.dpst.hashing import HashEmbedder
-
-        embedder = HashEmbedder()
-    data = load_medical_specialties(n_classes=3, max_per_class=max_per_class, seed=seed)
-    config = KPSConfig(epsilon=4.0, vocabulary_share=0.25, S=10, N=100, n_features=256)
-    model = fit_kps(data.train_texts, data.train_labels, data.label_names, medical_vocabulary(), embedder,
-                    config, np.random.default_rng(seed))
-    params = {"method": "DP-KPS (independent keyphrase sampling)", "dataset": data.name,
-              "documents": len(data.train_texts), "delta": 1e-5,
-              "output": "the private vocabulary (top N terms) and one DP-KDE sketch per class; keyphrase "
-                        "sequences, prompts and the LLM's synthetic texts are post-processing of these",
-              "tuning": "hyperparameters fixed in advance (paper defaults scaled down); no tuning on private "
-                        "data, so none to account for",
-              "config": {k: getattr(config, k) for k in ("eps_voc", "eps_kde", "S", "N", "n_features")}}
-    return model.ledger.to_dict(), params
 
 
 def load_ledger_source(path) -> tuple[dict, dict]:

@@ -1,4 +1,5 @@
-"""Tables for the audit chapter: lower bounds as samples grow, and the bug-zoo table.
+"""Tables for the audit chapters: lower bounds as samples grow, the bug-zoo table, and the example run
+whose ledger the audit report reads when it is given none.
 
 Each row is one :func:`dpkit.audit.mechanism.registry.audit_row`; this module only arranges them.
 """
@@ -7,10 +8,13 @@ from __future__ import annotations
 
 from typing import Iterable, Sequence
 
+import numpy as np
 import pandas as pd
 
 from dpkit.audit.mechanism import registry
 from dpkit.audit.mechanism.registry import audit_row
+from dpkit.data import load_medical_specialties, medical_vocabulary
+from dpkit.models.embed import load_embedder
 from dpkit.validate import ParameterError
 
 
@@ -42,3 +46,32 @@ def zoo_table(samples: int = 20_000, epsilon: float | None = None, seed: int = 0
                      "lower bound (broken)": broken["lower_bound"], "lower bound (correct)": twin["lower_bound"],
                      "caught": not broken["passed"], "twin passes": twin["passed"]})
     return pd.DataFrame(rows)
+
+
+def example_kps_run(seed: int = 0, real_embedder: bool = True, max_per_class: int = 40) -> tuple[dict, dict]:
+    """A small real DP-KPS run (medical specialties, 3 classes) for the audit report's default page
+    (:mod:`dpkit.audit.report`).
+
+    Returns ``(ledger_dict, params)``. ``real_embedder=False`` uses the hashed
+    bag-of-words embedder (public and deterministic) instead of MiniLM, for speed.
+    """
+    from dpkit.kps.pipeline import KPSConfig, fit_kps
+
+    if real_embedder:
+        embedder = load_embedder()
+    else:
+        from dpkit.dpst.hashing import HashEmbedder
+
+        embedder = HashEmbedder()
+    data = load_medical_specialties(n_classes=3, max_per_class=max_per_class, seed=seed)
+    config = KPSConfig(epsilon=4.0, vocabulary_share=0.25, S=10, N=100, n_features=256)
+    model = fit_kps(data.train_texts, data.train_labels, data.label_names, medical_vocabulary(), embedder,
+                    config, np.random.default_rng(seed))
+    params = {"method": "DP-KPS (independent keyphrase sampling)", "dataset": data.name,
+              "documents": len(data.train_texts), "delta": 1e-5,
+              "output": "the private vocabulary (top N terms) and one DP-KDE sketch per class; keyphrase "
+                        "sequences, prompts and the LLM's synthetic texts are post-processing of these",
+              "tuning": "hyperparameters fixed in advance (paper defaults scaled down); no tuning on private "
+                        "data, so none to account for",
+              "config": {k: getattr(config, k) for k in ("eps_voc", "eps_kde", "S", "N", "n_features")}}
+    return model.ledger.to_dict(), params
