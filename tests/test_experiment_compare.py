@@ -128,7 +128,7 @@ def test_a_second_writer_of_the_same_folder_is_refused(tmp_path, monkeypatch, ca
         monkeypatch.setitem(results.PRESETS, "tiny", TINY)
         import dpkit.experiments.cells as cells
 
-        monkeypatch.setattr(cells, "LocalCells", lambda preset, model=None: fake)
+        monkeypatch.setattr(results, "LocalCells", lambda preset, model=None: fake)
         assert main(["experiment", "compare", "--preset", "tiny", "--out", str(tmp_path)]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and "in use" in err[0]
@@ -153,7 +153,7 @@ def test_the_command_writes_through_the_local_runner(tmp_path, monkeypatch, caps
     monkeypatch.setitem(results.PRESETS, "tiny", TINY)
     import dpkit.experiments.cells as cells
 
-    monkeypatch.setattr(cells, "LocalCells", lambda preset, model=None: fake)
+    monkeypatch.setattr(results, "LocalCells", lambda preset, model=None: fake)
     assert main(["experiment", "compare", "--preset", "tiny", "--out", str(tmp_path)]) == 0
     assert len(fake.calls) == len(list(TINY.cells())) and "cells written" in capsys.readouterr().out
     assert len(results.cells_done(tmp_path, TINY)) == len(fake.calls)
@@ -164,7 +164,7 @@ def test_without_out_the_cells_go_to_a_folder_named_after_the_preset(tmp_path, m
     monkeypatch.setitem(results.PRESETS, "tiny", TINY)
     import dpkit.experiments.cells as cells
 
-    monkeypatch.setattr(cells, "LocalCells", lambda preset, model=None: fake)
+    monkeypatch.setattr(results, "LocalCells", lambda preset, model=None: fake)
     monkeypatch.chdir(tmp_path)
     assert main(["experiment", "compare", "--preset", "tiny"]) == 0
     assert len(results.cells_done(tmp_path / "results" / "compare" / "tiny", TINY)) == len(list(TINY.cells()))
@@ -217,7 +217,7 @@ def test_a_subset_of_data_sets_runs_only_their_cells_and_a_bad_name_exits_2(tmp_
     monkeypatch.setitem(results.PRESETS, "two", two)
     import dpkit.experiments.cells as cells
 
-    monkeypatch.setattr(cells, "LocalCells", lambda preset, model=None: fake)
+    monkeypatch.setattr(results, "LocalCells", lambda preset, model=None: fake)
     assert main(["experiment", "compare", "--preset", "two", "--datasets", "toy,bogus", "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--datasets" in err[0] and "bogus" in err[0] and fake.calls == []
@@ -247,7 +247,7 @@ def test_a_subset_of_methods_runs_only_their_cells_and_a_bad_name_exits_2(tmp_pa
     monkeypatch.setitem(results.PRESETS, "tiny", TINY)
     import dpkit.experiments.cells as cells
 
-    monkeypatch.setattr(cells, "LocalCells", lambda preset, model=None: fake)
+    monkeypatch.setattr(results, "LocalCells", lambda preset, model=None: fake)
     assert main(["experiment", "compare", "--preset", "tiny", "--methods", "kps,bogus", "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--methods" in err[0] and "bogus" in err[0] and fake.calls == []
@@ -288,7 +288,7 @@ def test_a_model_gets_its_own_default_folder(tmp_path, monkeypatch):
     monkeypatch.setitem(results.PRESETS, "tiny", TINY)
     import dpkit.experiments.cells as cells
 
-    monkeypatch.setattr(cells, "LocalCells", lambda preset, model=None: fake)
+    monkeypatch.setattr(results, "LocalCells", lambda preset, model=None: fake)
     monkeypatch.chdir(tmp_path)
     assert main(["experiment", "compare", "--preset", "tiny", "--model", "qwen2.5-coder-1.5b"]) == 0
     folder = tmp_path / "results" / "compare" / "tiny-qwen2.5-coder-1.5b"

@@ -67,9 +67,9 @@ class _CLICells(FakeCells):
 @pytest.mark.parametrize("redigest", [False, True])
 def test_probe40_compare_refuses_a_failing_cell_naming_it_and_remakes_it_only_when_asked(
         cache, tmp_path, monkeypatch, capsys, redigest):
-    import dpkit.experiments.cells as cells_module
+    import dpkit.experiments.results as results_module
 
-    monkeypatch.setattr(cells_module, "LocalCells", _CLICells)
+    monkeypatch.setattr(results_module, "LocalCells", _CLICells)
     out = tmp_path / "cells"
     command = ["experiment", "compare", "--preset", "tiny", "--out", str(out)]
     assert main(command) == 0

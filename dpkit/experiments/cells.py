@@ -41,7 +41,10 @@ from dpkit.models.embed import load_embedder
 from dpkit.seeds import generator, root_sequence
 from dpkit.textmetrics import measure_texts
 
-DOCUMENT_TYPES = {"rotten_tomatoes": "one-sentence movie review", "health_tweets": "health news tweet"}
+DOCUMENT_TYPES = {"rotten_tomatoes": "one-sentence movie review", "health_tweets": "health news tweet",
+                  "medical": "medical exam question", "commons_speeches": "speech in the UK House of Commons"}
+#: Classes kept per data set (the largest ones): two wherever a data set has more.
+N_CLASSES = {"health_tweets": 2, "medical": 2}
 #: What every stored cell says it is (its ``note``).
 TEACHING_RUN = ("a seeded teaching run on public benchmark data, not a differentially private release: the "
                 "mechanisms are calibrated to the cell's epsilon, but the seed is fixed and stored (anyone can "
@@ -89,7 +92,7 @@ class LocalCells:
             preset = self.preset
             data = load_dataset(name, max_per_class=preset.max_per_class, seed=0,
                                 test_fraction=preset.test_fraction,
-                                **({"n_classes": 2} if name == "health_tweets" else {}))
+                                **({"n_classes": N_CLASSES[name]} if name in N_CLASSES else {}))
             names = tuple(data.label_names)
             train_labels = [int(y) for y in data.train_labels]
             records = Records(tuple(data.train_texts), tuple(train_labels), names)
