@@ -33,9 +33,6 @@ KEPT = {
     ("dpkit/methods/cli.py", "dpkit.cli"): "the entry point's one-line failure format; dpkit.cli loads this "
                                            "module by name, so a module-level import would run it twice",
 }
-#: A file another helper is splitting (``dpkit/audit/``) while the rule is extended to it; its one deferred
-#: import moves with the split. This set may only shrink.
-PENDING = {"dpkit/audit/disclosure.py"}
 
 
 def _target(node: ast.AST, name: str, path: Path, known: set[str]) -> list[str]:
@@ -101,7 +98,7 @@ def needless_deferred_imports(scope: Path = SCOPE) -> list[str]:
     found = []
     for name, path in mods.items():
         relative = path.relative_to(PACKAGE.parent).as_posix()
-        if (scope not in path.parents and path != scope) or relative in PENDING:
+        if scope not in path.parents and path != scope:
             continue
         tree = ast.parse(path.read_text(), filename=str(path))
         for node in _statements(tree, in_functions=True):
