@@ -21,7 +21,12 @@ Guarantees:
   ``seed``, so the same seed gives the same texts;
 * rows are independent: each prompt is its own llama.cpp sequence with its own
   positions and KV stream (no padding), so a prompt decodes the same way alone
-  or in a batch (tested).
+  or in a batch (tested on short prompts; prompts packed together past llama.cpp's
+  batch cuts can differ in the last bits of their logits, measured up to 0.8 on the
+  bundled model's 240-token prompts, see :data:`MIN_CALL_TOKENS`);
+* a shared prompt prefix is evaluated once (:meth:`LlamaCppLM.prefixed_context`):
+  few-shot prompts cost their own part only, and each row's logits are then those
+  of its prompt alone in one call, bit for bit (tested).
 
 Threads (:func:`choose_threads`): ``DPKIT_THREADS`` when set; otherwise all cores
 (at most 8), and OpenMP's workers sleep between steps (``OMP_WAIT_POLICY=PASSIVE``,
@@ -175,6 +180,7 @@ class LlamaCppLM:
         self.device = "cpu"
         self.runtime = RUNTIME_NAME
         self.unified_kv = bool(unified_kv)
+        self.share_prefix = True   # generate_ids evaluates a common prompt prefix once (see there)
         threads = choose_threads()
         # The Llama object owns the weights (memory-mapped from the file), the tokenizer and the
         # metadata; its own small context is not used for decoding (SequenceContext is).
@@ -265,6 +271,42 @@ class LlamaCppLM:
         ctx.set_threads(choose_threads())
         return ctx
 
+    def prefixed_context(self, n_seq: int, seq_len: int, prefix: Sequence[int]) -> SequenceContext:
+        """A context whose rows ``0..n_seq-1`` each hold exactly the tokens ``prefix`` (evaluated once).
+
+        The prefix is kept in the context's last sequence (the store) and copied to every row;
+        from one call to the next the store keeps the part of its tokens that the new prefix
+        starts with and evaluates only the rest (a few-shot prompt shared by every document is
+        evaluated once per process). What the rows then compute is what a row that evaluated
+        the prefix itself computes: a token's keys and values depend only on the tokens before
+        it, and llama.cpp's results do not depend on where a prompt is cut into calls of at least
+        ``MIN_CALL_TOKENS`` tokens (see there; the store extends itself only by such calls).
+        The store holds only tokens of the current prompts; it never changes another call's output.
+        """
+        prefix = tuple(int(t) for t in prefix)
+        seq_len = min(self.context_length, -(-int(seq_len) // 256) * 256)
+        ctx = self._context
+        if ctx is None or ctx.n_seq < n_seq + 1 or ctx.seq_len < seq_len:
+            if ctx is not None:
+                ctx.close()
+            ctx = self._context = SequenceContext(self.llama.model, self.vocab_size, n_seq + 1, seq_len,
+                                                  threads=choose_threads(), unified=self.unified_kv)
+            ctx.clear()
+        ctx.set_threads(choose_threads())
+        store = ctx.n_seq - 1
+        for row in range(store):
+            ctx.truncate(row, 0)
+        kept = _common_length(ctx.prefix, prefix) if ctx.positions[store] == len(ctx.prefix) else 0
+        if kept < len(prefix):                    # the evaluated rest must be one call of >= MIN_CALL_TOKENS
+            kept = max(0, min(kept, len(prefix) - MIN_CALL_TOKENS))
+        ctx.truncate(store, kept)
+        if kept < len(prefix):
+            ctx.feed([(store, prefix[kept:])])
+        ctx.prefix = prefix
+        for row in range(n_seq):
+            ctx.copy(store, row)
+        return ctx
+
     # ----------------------------------------------------------------- logits
     def next_token_logits(self, texts: Sequence[str]) -> np.ndarray:
         """Logits of the next token after each rendered text: float32 array ``(len(texts), vocab)``."""
@@ -305,18 +347,29 @@ class LlamaCppLM:
 
     def generate_ids(self, ids: Sequence[Sequence[int]], *, max_new_tokens: int, temperature: float = 0.0,
                      top_p: float | None = None, seed: int = 0, stop_at_end: bool = True,
-                     ban=None, stopped=None, min_new_tokens: int = 0) -> list[list[int]]:
+                     ban=None, stopped=None, min_new_tokens: int = 0,
+                     share_prefix: bool | None = None) -> list[list[int]]:
         """New token ids after each prompt (end-of-generation token excluded).
 
-        ``stop_at_end=False`` masks the end tokens so that every row gets exactly
-        ``max_new_tokens`` tokens (benchmarks use it to compare equal work).
-        ``ban(tokens) -> ids`` (an :class:`~dpkit.models.voice.OpeningBan`): tokens a row may not
-        draw next, given its tokens so far; ``stopped(tokens) -> bool``: the row is done (a stop
-        sequence occurred); ``min_new_tokens``: end tokens are masked before this many tokens.
+        ``share_prefix``: the prompts' common prefix (:func:`shared_prefix_length`) is evaluated
+        once, its keys and values copied to every row and kept for the next call
+        (:meth:`prefixed_context`), and each row's own part is evaluated in a call of its own;
+        a row's logits are then bit for bit those of its prompt evaluated alone in one call
+        (tested on the bundled model). ``False`` prefills all prompts together in full (for long
+        prompts the logits may differ in the last bits from a prompt alone: llama.cpp cuts the
+        packed batch where it fills). ``None``: the model's ``share_prefix`` attribute (True).
         """
         rows = len(ids)
-        ctx = self.context(rows, max(len(i) for i in ids) + max_new_tokens)
-        logits = ctx.feed([(row, prompt) for row, prompt in enumerate(ids)])
+        seq_len = max(len(i) for i in ids) + max_new_tokens
+        share_prefix = self.share_prefix if share_prefix is None else share_prefix
+        shared = shared_prefix_length(ids) if share_prefix else 0
+        if shared >= MIN_CALL_TOKENS:
+            ctx = self.prefixed_context(rows, seq_len, ids[0][:shared])
+            # each row's own part in a call of its own (at least MIN_CALL_TOKENS tokens: see there)
+            logits = np.concatenate([ctx.feed([(row, prompt[shared:])]) for row, prompt in enumerate(ids)])
+        else:
+            ctx = self.context(rows, seq_len)
+            logits = ctx.feed([(row, prompt) for row, prompt in enumerate(ids)])
         rng = np.random.default_rng(int(seed)) if temperature > 0 else None
         out: list[list[int]] = [[] for _ in range(rows)]
         active = list(range(rows))
@@ -346,6 +399,34 @@ class LlamaCppLM:
                 break
             logits = ctx.feed([(row, out[row][-1:]) for row in active])
         return out
+
+
+MIN_CALL_TOKENS = 64
+"""llama.cpp's CPU matrix products take another kernel for calls of fewer than 64 tokens, whose
+results differ in the last bits (after 30 layers, by up to 0.8 in a logit of the bundled model):
+measured, a 236-token prompt evaluated in two calls gives the one-call logits bit for bit when
+both calls hold at least 64 tokens (64+172, 96+140, 170+66, 64+64+108) and differs when one holds
+fewer (40, 61, 62, 63 or 174+62). So a shared prefix is used only when it and every row's own part
+are at least this long."""
+
+
+def _common_length(a: Sequence[int], b: Sequence[int]) -> int:
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def shared_prefix_length(ids: Sequence[Sequence[int]], own: int = MIN_CALL_TOKENS) -> int:
+    """Tokens every prompt of ``ids`` starts with, leaving each prompt at least ``own`` tokens of its own
+    (evaluated in a call of its own; at least 1: a row's next-token logits come from its own last token)."""
+    first = ids[0]
+    shared = min(len(row) for row in ids) - max(1, int(own))
+    for row in ids[1:]:
+        shared = min(shared, _common_length(first, row))
+    return max(0, shared)
 
 
 def sample_tokens(logits: np.ndarray, temperature: float, top_p: float | None,

@@ -59,6 +59,7 @@ class SequenceContext:
         self.batch = lc.llama_batch_init(self.capacity, 0, 1)
         self.positions = [0] * self.n_seq
         self.threads = int(threads)
+        self.prefix: tuple[int, ...] = ()   # tokens held by the last sequence when it stores a shared prefix
         OPEN_CONTEXTS.add(self)
 
     # ------------------------------------------------------------------ lifetime
@@ -87,11 +88,24 @@ class SequenceContext:
         """Forget every sequence."""
         self._lc.llama_memory_clear(self.memory, True)
         self.positions = [0] * self.n_seq
+        self.prefix = ()
 
     def truncate(self, seq: int, length: int) -> None:
         """Keep the first ``length`` tokens of sequence ``seq`` and drop the rest of its cache."""
         self._lc.llama_memory_seq_rm(self.memory, int(seq), int(length), -1)
         self.positions[seq] = int(length)
+
+    def copy(self, source: int, target: int) -> None:
+        """Make sequence ``target`` a copy of sequence ``source`` (its tokens' keys, values and positions).
+
+        With separate streams llama.cpp copies the whole stream's buffer at the next decode (the
+        target's former content is dropped); in a unified cache the cells are shared. Either way the
+        target continues from exactly the keys and values the source computed."""
+        if int(source) == int(target):
+            return
+        self._lc.llama_memory_seq_rm(self.memory, int(target), -1, -1)
+        self._lc.llama_memory_seq_cp(self.memory, int(source), int(target), -1, -1)
+        self.positions[target] = self.positions[source]
 
     # ------------------------------------------------------------------ decoding
     def feed(self, items: Sequence[tuple[int, Sequence[int]]]) -> np.ndarray:
