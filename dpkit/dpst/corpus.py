@@ -160,9 +160,7 @@ def cluster_bank(bank: TripleBank, k: int, seed: int = 0, batch_size: int = 1024
     """MiniBatchKMeans with ``k`` clusters on the bank; empty clusters dropped."""
     from sklearn.cluster import MiniBatchKMeans
 
-    k = check_int("k", k, minimum=1)
-    if k > len(bank):
-        raise ParameterError("k", k, f"must be <= the number of public triples ({len(bank)})")
+    k = check_k(k, len(bank))
     seed = check_int("seed", seed, minimum=0)
     km = MiniBatchKMeans(n_clusters=k, random_state=seed, batch_size=batch_size, n_init=3)
     km.fit(bank.embeddings)
@@ -173,6 +171,15 @@ def cluster_bank(bank: TripleBank, k: int, seed: int = 0, batch_size: int = 1024
     remap[used] = np.arange(len(used))
     meta = dict(bank.meta, k_requested=k, seed=seed)
     return TripleCorpus(bank.texts, bank.embeddings, remap[labels], centroids[used], meta, index_factory)
+
+
+def check_k(k: int, n_triples: int) -> int:
+    """``k`` (neighbourhoods) is a count from 1 to the number of public triples: the one check, which
+    ``dpkit synth --plan`` makes (:mod:`dpkit.methods.sizes`, through :func:`load_public_bank`) as a run does."""
+    k = check_int("k", k, minimum=1)
+    if k > n_triples:
+        raise ParameterError("k", k, f"must be <= the number of public triples ({n_triples})")
+    return k
 
 
 def _key(params: dict) -> str:
@@ -197,6 +204,26 @@ def load_public_corpus(k: int = 50, n_articles: int | None = 300, max_chars: int
     ``folder`` (default ``cache_dir()/dpst``); a cached corpus loads in milliseconds.
     """
     k = check_int("k", k, minimum=1)
+    bank, bank_params, root = _public_bank(n_articles, max_chars, threshold, num_perm, scorer, cache, folder, texts)
+    check_k(k, len(bank))
+    corpus_path = root / f"clusters-{_key(dict(bank_params, k=k, seed=seed))}.npz"
+    if cache and corpus_path.exists():
+        return TripleCorpus.load(corpus_path, index_factory)
+    corpus = cluster_bank(bank, k, seed=seed, index_factory=index_factory)
+    if cache:
+        corpus.save(corpus_path)
+    return corpus
+
+
+def load_public_bank(n_articles: int | None = 300, max_chars: int = 1200, threshold: float = 0.4,
+                     num_perm: int = 128, scorer: str = "unigram", cache: bool = True,
+                     folder: str | Path | None = None, texts: Sequence[str] | None = None) -> TripleBank:
+    """The public triple bank :func:`load_public_corpus` clusters (the same arguments, the same cache)."""
+    return _public_bank(n_articles, max_chars, threshold, num_perm, scorer, cache, folder, texts)[0]
+
+
+def _public_bank(n_articles, max_chars, threshold, num_perm, scorer, cache, folder, texts):
+    """(bank, its cache parameters, the cache folder)."""
     if n_articles is not None:
         n_articles = check_int("n_articles", n_articles, minimum=1)
     max_chars = check_int("max_chars", max_chars, minimum=20)
@@ -225,12 +252,4 @@ def load_public_corpus(k: int = 50, n_articles: int | None = 300, max_chars: int
         bank = build_triple_bank(own, threshold=threshold, num_perm=num_perm, scorer=scorer, meta=bank_params)
         if cache:
             bank.save(bank_path)
-    if k > len(bank):
-        raise ParameterError("k", k, f"must be <= the number of public triples ({len(bank)})")
-    corpus_path = root / f"clusters-{_key(dict(bank_params, k=k, seed=seed))}.npz"
-    if cache and corpus_path.exists():
-        return TripleCorpus.load(corpus_path, index_factory)
-    corpus = cluster_bank(bank, k, seed=seed, index_factory=index_factory)
-    if cache:
-        corpus.save(corpus_path)
-    return corpus
+    return bank, bank_params, root

@@ -70,19 +70,21 @@ def planned_ledger(method, config, n_labels: int, n_records: int | None = None) 
 
 
 def release_plan(method_name: str, config, *, labels: Sequence[str] | None, labelled: bool,
-                 rule=None, declared_rows: int | None = None) -> ReleasePlan:
+                 rule=None, declared_rows: int | None = None, backend=None) -> ReleasePlan:
     """The plan of a release of ``method_name`` with ``config`` (see the module docstring).
 
     ``labels``: the public label set (None when unknown or unlabelled);
     ``labelled``: whether the input has a label column; ``rule``: the public
     :class:`~dpkit.data.selection.RowRule`; ``declared_rows``: the row count
-    the user declared (the number of records a replace-one release reads).
+    the user declared (the number of records a replace-one release reads); ``backend``: the run's
+    backend (private prediction's sizes are checked on its local model; None: the bundled one).
     """
     method = METHODS[method_name]
     rule = RowRule() if rule is None else rule
     declared_rows = declared_rows if declared_rows is not None else rule.declared_rows
     n_labels = len(labels) if labels is not None else (1 if labelled else 0)
-    check_release_sizes(method_name, config, n_labels)  # a size that cannot run: refused before any charge
+    check_release_sizes(method_name, config, n_labels, labels=labels,  # a size that cannot run: refused
+                        backend=backend)                               # before any charge
     rows = None
     if not method.STATEMENT.per_record:  # replace-one: the release has one output per row read
         rows = declared_rows if rule.kind != "prefix" or declared_rows is None else min(rule.limit, declared_rows)

@@ -81,8 +81,9 @@ def plan_release(args: argparse.Namespace) -> ReleasePlan:
     if args.label_column is not None and labels is None:
         raise ParameterError("--labels", None, "is needed with --plan and --label-column: the plan reads no data, "
                              "so declare the public label set (or leave out --label-column for unlabelled input)")
+    check_backend(args, method)
     return _fitting(args.method, config, labels=labels, labelled=labels is not None,
-                    rule=rows_rule(args, method), declared_rows=getattr(args, "rows", None))
+                    rule=rows_rule(args, method), declared_rows=getattr(args, "rows", None), backend=backend_of(args))
 
 
 def _fitting(method_name: str, config, **kwargs) -> ReleasePlan:
@@ -117,10 +118,9 @@ def plan(args: argparse.Namespace) -> Plan:
     table = read_rows(args, method, rule)  # streamed; the rule applied while reading; declared labels checked
     names = label_set(table.labels, args.labels) if table.labels is not None else None
     records = Records.from_strings(table.texts, table.labels, names, declared=args.labels is not None)
+    backend = backend_of(args)
     planned = _fitting(args.method, config, labels=names, labelled=names is not None, rule=rule,
-                       declared_rows=getattr(args, "rows", None))
-    backend = backends.get_backend(args.backend or "local", args.model,  # checked above; loads lazily
-                          runtime=getattr(args, "runtime", None))
+                       declared_rows=getattr(args, "rows", None), backend=backend)
     key = getattr(backend, "key_variable", None)
     if key and not os.environ.get(key):  # checked before the run folder exists, not after the run started
         raise ParameterError("--backend", args.backend, f"needs an API key in the environment variable {key} "
@@ -143,6 +143,11 @@ def check_backend(args: argparse.Namespace, method) -> None:
     if name not in method.BACKENDS:
         raise ParameterError("--backend", args.backend, getattr(method, "BACKEND_RULE", None) or
                              f"{args.method} runs on {', '.join(method.BACKENDS)} only")
+
+
+def backend_of(args: argparse.Namespace):
+    """The backend the flags name (checked by :func:`check_backend`); it loads its model lazily."""
+    return backends.get_backend(args.backend or "local", args.model, runtime=getattr(args, "runtime", None))
 
 
 def rows_rule(args: argparse.Namespace, method):

@@ -3,8 +3,11 @@
 :func:`check_release_sizes` is called by :func:`dpkit.methods.planning.release_plan`,
 which both ``--plan`` and a run call before the run folder exists and before
 the first charge. Each check reads only the configuration and public data
-(the public vocabulary, the embedder's width) and the machine's available
-memory (:func:`dpkit.validate.available_memory`), never the private input.
+(the public vocabulary, the embedder's width, the public triple bank, the
+local model's tokenizer and context) and the machine's available memory
+(:func:`dpkit.validate.available_memory`), never the private input.
+Where the run makes a check of its own, the plan calls that same function
+(one owner), so the plan refuses every value the run refuses.
 A refusal is a :class:`~dpkit.validate.ParameterError` naming the parameter.
 
 What is checked (each check is the one the method would otherwise meet after
@@ -18,23 +21,46 @@ its first charge, or as an out-of-memory crash, or deep in the accountant):
 * DP-KPS: ``N`` at most the public vocabulary's size; the arrays that grow
   with ``n_features`` (its random Fourier features over the embedding width and
   the vocabulary) and with ``n_per_class`` (the keyphrase sequences of every
-  label) within the available memory.
+  label) within the available memory;
+
+* private prediction: the public prompt of each label plus ``max_new_tokens``, and a
+  prompt at the record cap, within the local model's context
+  (:func:`dpkit.privpred.pipeline.fitting_public_prompts`, the run's check: the model
+  is loaded, as the run loads it);
+
+* DP-ST: ``k`` at most the number of public triples (:func:`dpkit.dpst.corpus.check_k`
+  on :func:`~dpkit.dpst.corpus.load_public_bank`, the bank the run clusters, cached).
 """
 
 from __future__ import annotations
 
+from typing import Sequence
+
+from dpkit.dpst.corpus import check_k, load_public_bank
 from dpkit.methods import METHODS
+from dpkit.privpred.pipeline import fitting_public_prompts, resolve_local_lm
 from dpkit.validate import ParameterError, check_epsilon_cap, check_fits_memory
 
 EMBEDDING_WIDTH = 384  # all-MiniLM-L6-v2, the sentence embedder of dpkit.models.embed (public)
 FLOAT_BYTES = 8
 
 
-def check_release_sizes(method_name: str, config, n_labels: int) -> None:
-    """ParameterError when a size of ``config`` cannot run (see the module docstring)."""
+def check_release_sizes(method_name: str, config, n_labels: int, *, labels: Sequence[str] | None = None,
+                        backend=None) -> None:
+    """ParameterError when a size of ``config`` cannot run (see the module docstring).
+
+    ``labels``: the public label set (private prediction renders a prompt per label; None: unlabelled);
+    ``backend``: the run's backend, whose local model private prediction decodes with (None: the bundled one).
+    """
     check_epsilon_cap("--epsilon", config.epsilon)
     if method_name == "kps":
         _check_kps(config, max(1, n_labels))
+    elif method_name == "pp":
+        fitting_public_prompts(resolve_local_lm(backend), METHODS["pp"].template_for(config, n_labels > 0), config,
+                               labels)
+    elif method_name == "dpst":
+        check_k(config.k, len(load_public_bank(n_articles=config.n_articles,
+                                               texts=METHODS["dpst"].own_public_texts(config))))
 
 
 def _check_kps(config, n_labels: int) -> None:

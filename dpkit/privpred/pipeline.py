@@ -304,6 +304,24 @@ def _check_fits(lm, template: PromptTemplate, config: PrivatePredictionConfig, p
                              f"{lm.context_length} tokens: lower max_record_tokens or max_new_tokens")
 
 
+def fitting_public_prompts(lm, template: PromptTemplate, config: PrivatePredictionConfig,
+                           label_names: Sequence[str] | None) -> dict:
+    """Each label's public prompt rendered for ``lm`` (key: the label's index; None for unlabelled input),
+    checked to fit the model's context with ``max_new_tokens`` and a record at the cap (ParameterError
+    naming the parameter). The one context check: ``dpkit synth --plan`` makes it
+    (:mod:`dpkit.methods.sizes`) as a run does, before anything is charged or written."""
+    labels = [None] if label_names is None else range(len(label_names))
+    prompts = {label: template.render(lm, template.public_message(_label_name(label_names, label)))
+               for label in labels}
+    _check_fits(lm, template, config, prompts.values())
+    return prompts
+
+
+def _label_name(label_names: Sequence[str] | None, label) -> str | None:
+    """How a public prompt names label index ``label`` (None: no label)."""
+    return None if label is None else str(label_names[int(label)]).replace("_", " ").capitalize()
+
+
 def _check_partition_inputs(records, labels, n_labels) -> None:
     """What :func:`~dpkit.privpred.batching.assign_batches` refuses, checked before the charge (no value shown)."""
     for i, text in enumerate(records):
@@ -357,7 +375,7 @@ def generate_synthetic(records: Sequence[str], template: PromptTemplate, config:
     n_labels = None if labels is None else len(label_names)
 
     def name_of(label):
-        return None if label is None else str(label_names[int(label)]).replace("_", " ").capitalize()
+        return _label_name(label_names, label)
 
     _check_partition_inputs(records, labels, n_labels)  # types and label range: bad input costs nothing
     layout = [batch_name(label, b) for label, b in batch_layout(n_batches, n_labels)  # public
@@ -373,9 +391,7 @@ def generate_synthetic(records: Sequence[str], template: PromptTemplate, config:
     done = run.records() if run is not None else {}
     public_prompts = {}
     if any(batch_id not in done for batch_id in layout):  # a fully resumed run needs no model
-        public_prompts = {label: template.render(lm, template.public_message(name_of(label)))
-                          for label in ([None] if n_labels is None else range(n_labels))}
-        _check_fits(lm, template, config, public_prompts.values())
+        public_prompts = fitting_public_prompts(lm, template, config, None if n_labels is None else label_names)
     if ledger is None:  # a library call outside a release: the configuration's budget, on a ledger of its own
         ledger = PrivacyLedger(budget_epsilon=config.epsilon, delta=config.delta)
     ledger.charge(pp_charge(config, n_batches, n_labels))
