@@ -45,7 +45,7 @@ from dpkit.privacy.contract import PrivacyContract
 from dpkit.privacy.private_prediction import (UNIT, check_batch_size, guarantee_at_cap, rho_at_cap, token_grid,
                                               token_rho, tokens_within)
 from dpkit.privacy.zcdp import epsilon_to_zcdp
-from dpkit.validate import ParameterError, check_int, check_positive, check_probability
+from dpkit.validate import ParameterError, check_int, check_positive
 
 #: the private-prediction variants: the seed paper's (Amin et al., the default) and InvisibleInk
 VARIANTS = ("amin", "invisibleink")
@@ -124,15 +124,12 @@ def invisibleink_contract(tokens: int, batch_size: float, clip: float, temperatu
 def invisibleink_max_private_tokens(epsilon: float, delta: float, batch_size: float, clip: float,
                                     temperature: float, svt_sigma: float | None = None) -> int:
     """Largest integer r whose rho converts (tightly) to at most (epsilon, delta)."""
-    check_positive("epsilon", epsilon)
-    check_probability("delta", delta)
     return tokens_within(epsilon, delta, invisibleink_per_token_rho(batch_size, clip, temperature, svt_sigma))
 
 
 def invisibleink_guarantee(tokens: int, delta: float, batch_size: float, clip: float, temperature: float,
                            svt_sigma: float | None = None) -> dict:
     """The run's guarantee at its cap (same keys as :func:`~dpkit.privacy.private_prediction_guarantee`)."""
-    check_probability("delta", delta)
     return {**guarantee_at_cap(tokens, delta, invisibleink_per_token_rho(batch_size, clip, temperature, svt_sigma)),
             "variant": NAME}
 

@@ -144,8 +144,6 @@ def private_prediction_contract(tokens: int, batch_size: float, clip: float, tem
 def max_private_tokens(epsilon: float, delta: float, batch_size: float, clip: float, temperature: float,
                        svt_sigma: float | None = None) -> int:
     """Largest integer r whose Theorem-1 rho converts (tightly) to at most (epsilon, delta)."""
-    check_positive("epsilon", epsilon)
-    check_probability("delta", delta)
     return tokens_within(epsilon, delta, per_token_rho(batch_size, clip, temperature, svt_sigma))
 
 
@@ -153,5 +151,4 @@ def private_prediction_guarantee(tokens: int, delta: float, batch_size: float, c
                                  svt_sigma: float | None = None) -> dict:
     """A run's guarantee at its cap of ``tokens`` private tokens per batch: rho and epsilon at ``delta``
     (:func:`guarantee_at_cap`). The pipeline and ``dpkit account`` both report this."""
-    check_probability("delta", delta)
     return guarantee_at_cap(tokens, delta, per_token_rho(batch_size, clip, temperature, svt_sigma))
