@@ -38,6 +38,7 @@ from typing import Sequence
 
 from dpkit.dpst.corpus import check_k, load_public_bank
 from dpkit.methods import METHODS
+from dpkit.privpred.llamacpp_engine import is_local_backend
 from dpkit.privpred.pipeline import fitting_public_prompts, resolve_local_lm
 from dpkit.validate import ParameterError, check_epsilon_cap, check_fits_memory
 
@@ -50,13 +51,16 @@ def check_release_sizes(method_name: str, config, n_labels: int, *, labels: Sequ
     """ParameterError when a size of ``config`` cannot run (see the module docstring).
 
     ``labels``: the public label set (private prediction renders a prompt per label; None: unlabelled);
-    ``backend``: the run's backend, whose local model private prediction decodes with (None: the bundled one).
+    ``backend``: the run's backend, whose local model private prediction decodes with (None, or an object
+    that is not the local backend, such as a test's stand-in: the bundled model; a backend private
+    prediction cannot use is refused by name before this, in :func:`dpkit.methods.request.check_backend`).
     """
     check_epsilon_cap("--epsilon", config.epsilon)
     if method_name == "kps":
         _check_kps(config, max(1, n_labels))
     elif method_name == "pp":
-        fitting_public_prompts(resolve_local_lm(backend), METHODS["pp"].template_for(config, n_labels > 0), config,
+        lm = resolve_local_lm(backend if is_local_backend(backend) else None)
+        fitting_public_prompts(lm, METHODS["pp"].template_for(config, n_labels > 0), config,
                                labels)
     elif method_name == "dpst":
         check_k(config.k, len(load_public_bank(n_articles=config.n_articles,
