@@ -60,7 +60,13 @@ class Sizes:
     pp_temperature: float = 2.0      # epsilon = 1 (delta 1e-6) still affords a few private tokens
     max_new_tokens: int = 16
     dpst_k: int = 50
-    dpst_reconstruct: bool = False   # False: triples joined as text, as the stored presets were made (True: the LLM rewrite)
+    # False: DP-ST's triples joined as text, as the stored presets were made; True: its LLM rewrite (the release
+    # `dpkit synth dpst` makes). The default stays False because a preset's sizes are part of each stored cell
+    # (a preset whose sizes change reads its stored cells as stale): a preset turns the rewrite on when it is
+    # made again (the holdout preset does). Cost of the rewrite, ESTIMATE: about 0.6 s per text on the idle
+    # 2-core CPU (1.25 s measured at load 1.3 before the shared prompt prefix was evaluated once, over the 2.2x
+    # that benchmarks/dpst_rewrite_prefix.py measured at load 6-7).
+    dpst_reconstruct: bool = False
     dpst_label_share: float = 0.5    # part of DP-ST's per-record epsilon for its randomized-response label
     pp_per_class: int = 0            # private prediction's texts per label; 0: per_class (a preset may afford fewer)
     pp_max_new_tokens: int = 0       # private prediction's tokens per text; 0: max_new_tokens
