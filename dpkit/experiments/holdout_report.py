@@ -1,8 +1,7 @@
 """The README's table of the ``holdout`` preset, computed from its stored cells (a test recomputes it).
 
-Issue 33 asks for every method's text measures and balanced accuracy over at least 5 seeds on
-the data prompts were tuned on and on data nobody tuned on (``data/HOLDOUT.md``).
-:func:`holdout_table` writes one markdown table: one row per data set and method (real data of
+Every method's text measures and balanced accuracy over 5 seeds, on the data the prompts were
+tuned on and on data nobody tuned on (``data/HOLDOUT.md``). :func:`holdout_table` writes one markdown table: one row per data set and method (real data of
 the same size and the majority class included), the mean balanced accuracy with its 95%
 Student-t interval over seeds, and the means over seeds of the share of assistant talk, the
 share of texts under 3 words, k-NN precision and recall and the real-vs-synthetic AUROC.

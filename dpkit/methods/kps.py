@@ -16,7 +16,14 @@ so the guard of an API backend still sees a privatized prompt.
 
 Randomness (children of the run's root, :mod:`dpkit.seeds`): ``0`` the
 vocabulary and DP-KDE noise, ``(1, c)`` class ``c``'s sequence sampling,
-``2`` the LLM's sampling seed (``3`` for the few-shot round).
+``2`` the LLM's sampling seed (``3`` for the few-shot round), ``(4, r)`` the
+redraw round ``r``'s sampling seed.
+
+Redraw (``redraw`` rounds, default 2): a text that fails the voice's public rule
+(:func:`dpkit.models.voice.redraw_reason`: empty, under 3 words, assistant talk, a
+decoding loop, its keyphrases read back) is drawn again from its own prompt
+(:func:`dpkit.kps.prompts.redraw_failed`). The rule reads only released texts and
+the privatized keyphrases, so it is post-processing: nothing is charged.
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ import numpy as np
 
 from dpkit.data import english_vocabulary, medical_vocabulary
 from dpkit.kps.pipeline import KPSConfig, fit_kps, kps_charges
-from dpkit.kps.prompts import kps_prompt, synthetic_example
+from dpkit.kps.prompts import kps_prompt, redraw_failed, synthetic_example
 from dpkit.kps.vocabulary import PhraseMatcher
 from dpkit.methods.base import (PrivacyStatement, Records, Release, check_inputs, checkpoint, config_dict,
                                 generate_keyed)
@@ -81,12 +88,14 @@ class Config(KPSConfig):
     batch_size: int = 8
     few_shot: int = 0                  # earlier synthetic texts of the label shown as examples (post-processing)
     example_chars: int = 200           # each example cut to its first example_chars characters
+    redraw: int = 2                    # rounds of the public redraw rule (0: off); post-processing
 
     def __post_init__(self):
         super().__post_init__()  # epsilon, vocabulary_share, S, N, L, method, n_features, bandwidth, max_chars, ...
         check_int("few_shot", self.few_shot, minimum=0)
         check_int("example_chars", self.example_chars, minimum=1)
         check_int("n_per_class", self.n_per_class, minimum=1)
+        check_int("redraw", self.redraw, minimum=0)
         check_choice("vocabulary", self.vocabulary, VOCABULARIES)
         check_int("max_new_tokens", self.max_new_tokens, minimum=1)
         check_positive("temperature", self.temperature, allow_zero=True)
@@ -95,6 +104,15 @@ class Config(KPSConfig):
             raise ParameterError("document_type", self.document_type, "must be a non-empty description")
         if not isinstance(self.voice, bool):
             raise ParameterError("voice", self.voice, "must be True or False")
+
+    def public_rules(self) -> dict[str, str]:
+        """:meth:`KPSConfig.public_rules` and the redraw rule (post-processing of the release)."""
+        rules = dict(super().public_rules())
+        if self.voice and self.redraw:
+            rules["failed_text"] = (f"a text that is empty, under 3 words, assistant talk, a decoding loop or its "
+                                    f"keyphrases read back is drawn again from its own prompt, at most {self.redraw} "
+                                    "times; the rule reads only released texts and keyphrases (no budget)")
+        return rules
 
     def budget(self) -> tuple[float, float]:
         """The ledger's budget: pure ``epsilon`` (delta 0)."""
@@ -149,6 +167,17 @@ def _generate(sequences, config: Config, run, backend, seed_sequence) -> dict[st
         done.update(generate_keyed(run, backend, later, batch_size=config.batch_size, desc="kps: few-shot",
                                    seed=int_seed(seed_sequence, 3), **generation))
     prompts.update(later)
+    if config.voice and config.redraw:
+        terms = {keys[k]: list(sequences[k[0]][k[1]]) for k in keys}
+
+        def again(failed_keys, round_):
+            fresh = generate_keyed(run, backend, {f"{k}-redraw-{round_}": prompts[k] for k in failed_keys},
+                                   batch_size=config.batch_size, desc="kps: redraw",
+                                   seed=int_seed(seed_sequence, 4, round_), **generation)
+            return {k: fresh[f"{k}-redraw-{round_}"] for k in failed_keys}
+
+        done, _ = redraw_failed({key: done[key] for key in prompts}, terms, again,
+                                document_type=config.document_type, rounds=config.redraw)
     return {keys[k]: (prompts[keys[k]], done[keys[k]]) for k in keys}
 
 
