@@ -82,3 +82,18 @@ def test_cached_prefix_gives_the_logits_of_each_prompt_alone_in_one_call(backend
     ctx = lm.context(1, len(ids[0]))
     ctx.feed([(0, ids[0][:-10])])
     assert not np.array_equal(ctx.feed([(0, ids[0][-10:])])[0], alone[0])
+
+
+def test_a_kept_prefix_that_fits_every_row_is_used_without_evaluating_more(backend, monkeypatch):
+    lm = backend.generator
+    ids = [lm.tokenize(lm.chat(reconstruction_messages(d, "news sentence"))) for d in _docs()]
+    kept = shared_prefix_length(ids) - 3
+    ctx = lm.prefixed_context(len(ids), max(map(len, ids)) + 4, ids[0][:kept])   # the store: a shorter prefix
+    fed = []
+    feed = ctx.feed
+    monkeypatch.setattr(ctx, "feed", lambda items: fed.append([(s, len(t)) for s, t in items]) or feed(items))
+    together = lm.generate_ids(ids, max_new_tokens=4)
+    assert lm._context is ctx and ctx.prefix == tuple(ids[0][:kept])              # kept as it was
+    assert fed[:len(ids)] == [[(row, len(p) - kept)] for row, p in enumerate(ids)]  # only the rows' own parts
+    monkeypatch.undo()
+    assert together == [lm.generate_ids([p], max_new_tokens=4)[0] for p in ids]

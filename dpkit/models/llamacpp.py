@@ -271,6 +271,13 @@ class LlamaCppLM:
         ctx.set_threads(choose_threads())
         return ctx
 
+    def _held_prefix(self, row: Sequence[int]) -> int:
+        """How many first tokens of ``row`` the kept prefix (:meth:`prefixed_context`'s store) already holds."""
+        ctx = self._context
+        if ctx is None or not ctx.prefix or ctx.positions[ctx.n_seq - 1] != len(ctx.prefix):
+            return 0
+        return _common_length(ctx.prefix, row)
+
     def prefixed_context(self, n_seq: int, seq_len: int, prefix: Sequence[int]) -> SequenceContext:
         """A context whose rows ``0..n_seq-1`` each hold exactly the tokens ``prefix`` (evaluated once).
 
@@ -363,6 +370,9 @@ class LlamaCppLM:
         seq_len = max(len(i) for i in ids) + max_new_tokens
         share_prefix = self.share_prefix if share_prefix is None else share_prefix
         shared = shared_prefix_length(ids) if share_prefix else 0
+        held = self._held_prefix(ids[0])
+        if MIN_CALL_TOKENS <= held < shared:        # the kept prefix fits every row: use it, evaluate nothing new
+            shared = held
         if shared >= MIN_CALL_TOKENS:
             ctx = self.prefixed_context(rows, seq_len, ids[0][:shared])
             # each row's own part in a call of its own (at least MIN_CALL_TOKENS tokens: see there)
