@@ -1,6 +1,9 @@
 """Shared test settings: offline hubs, one torch thread per test worker, and the order of work."""
 
+import functools
 import os
+import re
+from pathlib import Path
 
 import pytest
 
@@ -13,18 +16,18 @@ runtime.setup()
 
 
 # ------------------------------------------------------------------ scheduling under `make test`
-# `make test` runs `pytest -n 2 --dist loadgroup --no-loadscope-reorder`: xdist hands out units of
-# work in collection order. Each module is one unit, so its module-scoped fixtures (a built book,
-# a loaded model) are made once, on one worker, not once on each; the notebook smoke runs share
-# nothing and are long, so each is a unit of its own. The longest units go first, so that the two
-# workers finish together instead of one running a long test alone at the end. The seconds are
-# measured on one worker of a busy 2-core machine (only their order matters); a stale or missing
-# figure only costs time: a unit not listed runs after the listed ones, in the usual order.
-SPREAD = ("tests/test_notebooks.py::test_executes_in_smoke_setting[",)
+# `make test` runs `pytest -n 2`. The scheduler below hands out units of work in collection order:
+# the tests of a module that defines a module- or class-scoped fixture (a built book, a loaded
+# model, a release) form one unit, so that fixture is made once, on one worker, not once on each
+# (xdist's default sends a module's tests to both); every other test is a unit of its own. Units go
+# longest first, so that the two workers finish together instead of one running a long test alone
+# at the end. SECONDS holds single-worker times (for a grouped module: its tests together; else a
+# test id), measured on a busy 2-core machine: only their order matters. A stale or missing figure
+# only costs time: what is not listed runs after the listed units, in the usual order.
 SECONDS = {
-    "tests/test_derivations_nbval.py": 127,
     "tests/test_book_html.py": 150,
     "tests/test_book_render.py": 100,
+    "tests/test_derivations_nbval.py::test_derivation_chapters_run_on_their_defaults": 127,
     **{f"tests/test_notebooks.py::test_executes_in_smoke_setting[{name}]": seconds for name, seconds in {
         "pp_structured_json": 104, "audit_release": 93, "pp_end_to_end": 86, "dpst_evaluation": 64,
         "pp_invisibleink": 59, "kps_end_to_end": 56, "models_local_models": 48, "audit_mechanisms": 47,
@@ -32,18 +35,44 @@ SECONDS = {
         "kps_vocabulary": 22, "dp_foundations_relations": 22, "audit_report": 22, "dp_zcdp_conversion": 20,
         "kps_zero_padding": 20, "dp_composition": 19, "dp_gaussian_calibration": 17, "dp_sparse_vector": 17,
         "backends_runs": 16, "dp_exponential_mechanism": 16, "dp_sensitivity_laplace": 10}.items()},
+    **{f"tests/test_audit_release_zoo.py::{test}": seconds for test, seconds in {
+        "test_correct_methods_are_never_refuted[pp-4-0]": 78, "test_correct_methods_are_never_refuted[pp-1-0]": 73,
+        "test_broken_pipelines_are_refuted_at_their_claim[pp-<lambda>-100]": 64,
+        "test_broken_pipelines_are_refuted_at_their_claim[dpst-<lambda>-None]": 42,
+        "test_broken_pipelines_are_refuted_at_their_claim[kps-<lambda>-None]": 12}.items()},
+    "tests/test_audit_registry.py::test_correct_mechanism_passes[dpst_record]": 26,
 }
 
+SHARED_FIXTURE = re.compile(r"@pytest\.fixture\([^)]*scope=[\"'](module|class|package)[\"']")
 
-def _seconds(item) -> float:
-    module = item.nodeid.split("::")[0]
-    return SECONDS.get(item.nodeid, SECONDS.get(module, 0.0))
+
+@functools.cache
+def _grouped_modules(root: Path) -> frozenset[str]:
+    """Node-id prefixes (``tests/test_x.py``) of the modules that define a shared fixture."""
+    tests = root / "tests"
+    return frozenset(f"tests/{p.name}" for p in tests.glob("test_*.py") if SHARED_FIXTURE.search(p.read_text()))
+
+
+def _unit(nodeid: str, root: Path) -> str:
+    module = nodeid.split("::")[0]
+    return module if module in _grouped_modules(root) else nodeid
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    if config.getoption("dist", "no") == "loadgroup":
-        for item in items:
-            if not item.nodeid.startswith(SPREAD):
-                item.add_marker(pytest.mark.xdist_group(item.path.stem))
-    items.sort(key=lambda item: -_seconds(item))   # stable: a module's tests keep their order
+    root = config.rootpath
+    items.sort(key=lambda item: -SECONDS.get(_unit(item.nodeid, root), 0.0))   # stable: the rest keep their order
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    if config.getvalue("dist") != "load":   # only the default of -n; an explicit --dist keeps its meaning
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ModuleFixturesOnce(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return _unit(nodeid, config.rootpath)
+
+    config.option.loadscopereorder = False   # keep the collection order: longest first
+    return ModuleFixturesOnce(config, log)
