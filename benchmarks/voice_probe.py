@@ -71,6 +71,10 @@ def make_cells(args, document_types: dict):
     return TwoClassCells(preset)
 
 
+#: With ``--redraw``: the last DP-KPS release's texts before the redraw, and the reasons of its redraws.
+FIRST_DRAW: dict = {}
+
+
 def with_redraw(rounds: int):
     """DP-KPS's ``_generate`` followed by :func:`dpkit.kps.prompts.redraw_failed` (``rounds`` rounds), as
     requested of methods/kps.py: each failed text is drawn again from its own prompt with the public seed
@@ -95,8 +99,9 @@ def with_redraw(rounds: int):
                                   seed=int_seed(seed_sequence, 4, round_), **generation)
             return {k: done[f"{k}-redraw-{round_}"] for k in keys}
 
-        texts, _ = redraw_failed({k: t for k, (_, t) in out.items()}, terms, generate,
-                                 document_type=config.document_type, rounds=rounds)
+        first = {k: t for k, (_, t) in out.items()}
+        texts, redraws = redraw_failed(first, terms, generate, document_type=config.document_type, rounds=rounds)
+        FIRST_DRAW.update(texts=list(first.values()), redraws=redraws)
         return {k: (out[k][0], texts[k]) for k in out}
 
     kps._generate = generate_with_redraw
@@ -144,9 +149,18 @@ def main(argv=None) -> list[dict]:
                 per_seed = []
                 for seed in args.seeds:
                     start = time.perf_counter()
+                    FIRST_DRAW.clear()
                     cell = cells(dataset, method, epsilon, seed)
                     values = {**(cell["text_measures"] or {}),
                               **{k: v["estimate"] if isinstance(v, dict) else v for k, v in cell["metrics"].items()}}
+                    if FIRST_DRAW:  # --redraw: the first draw's talk and short shares, and what was redrawn
+                        from dpkit.textmetrics import assistant_share
+                        from dpkit.textmetrics.surface import short_share
+                        values.update(first_talk=assistant_share(FIRST_DRAW["texts"], types.get(dataset)),
+                                      first_short=short_share(FIRST_DRAW["texts"]),
+                                      redrawn=len(FIRST_DRAW["redraws"]) / len(FIRST_DRAW["texts"]))
+                        print(f"    first draw: talk {values['first_talk']:.3f}, <3w {values['first_short']:.3f};"
+                              f" redrawn {values['redrawn']:.3f}: {sorted(FIRST_DRAW['redraws'].values())}")
                     per_seed.append(values)
                     texts = cell.get("texts", {"texts": [], "labels": []})
                     results.append({"dataset": dataset, "method": method, "epsilon": str(epsilon), "seed": seed,
@@ -159,12 +173,15 @@ def main(argv=None) -> list[dict]:
                             shown = [t for t, y in zip(texts["texts"], texts["labels"]) if y == label][:args.show]
                             for t in shown:
                                 print(f"    [{label}] {t!r}", flush=True)
-                mean = {c: float(np.mean([v.get(c, np.nan) for v in per_seed])) for c in COLUMNS}
+                mean = {c: float(np.mean([v.get(c, np.nan) for v in per_seed]))
+                        for c in COLUMNS + ("first_talk", "first_short", "redrawn")}
                 table.append((dataset, method, epsilon, len(per_seed), mean))
     print("\nmeans over seeds (document types: " + ", ".join(f"{d}={types.get(d)!r}" for d in args.datasets) + ")")
     print(f"{'data set':16s} {'meth':4s} {'eps':>4s} {'n':>2s}  " + "  ".join(f"{h:>7s}" for h in HEAD))
     for dataset, method, epsilon, n, mean in table:
-        print(f"{dataset:16s} {method:4s} {epsilon:4g} {n:2d}  {row(mean)}")
+        first = (f"   first draw: talk {mean['first_talk']:.3f}, <3w {mean['first_short']:.3f}, redrawn "
+                 f"{mean['redrawn']:.3f}") if not math.isnan(mean["redrawn"]) else ""
+        print(f"{dataset:16s} {method:4s} {epsilon:4g} {n:2d}  {row(mean)}{first}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)

@@ -108,13 +108,16 @@ def assert_only_privatized_prompts(api) -> None:
     public_terms = (set(PhraseMatcher(english_vocabulary(10_000, remove_stop_words=True)).terms)
                     | set(PhraseMatcher(medical_vocabulary()).terms))
     shapes = (r"Write one (?:new )?(.+?) that uses all of these terms: (?P<terms>.+)\. Reply with the \1 only\.",
-              r"Write one (.+?) about [^.]+\. Reply with the \1 only\.")
+              r"Write one (.+?) about [^.]+\. Reply with the \1 only\.",
+              r"Write one (?:new )?(?:[^\n]+?) about (?P<terms>[^\n]+)\.")
     messages = [m for body in api.bodies for m in json.loads(body)["messages"]]
     # the voice's public frame (dpkit.models.voice): a system message naming the document type, and the
-    # assistant's turn opened with a quotation mark; nothing else may stand beside the DP-KPS prompt
+    # assistant's turn opened with "Here is the <document type>:" and a quotation mark; nothing else may stand
+    # beside the DP-KPS prompt
     frame = [m for m in messages if m["role"] in ("system", "assistant")]
     assert all(re.fullmatch(r"You write [^\n]+s\.", m["content"]) for m in frame if m["role"] == "system"), frame
-    assert all(m["content"] == '"' for m in frame if m["role"] == "assistant"), frame
+    assert all(re.fullmatch(r'(?:Here is the [^\n]+:\n\n)?"', m["content"]) for m in frame
+               if m["role"] == "assistant"), frame
     contents = [m["content"] for m in messages if m["role"] == "user"]
     assert contents, "no prompt reached the API"
     for content in contents:

@@ -24,7 +24,9 @@ def _detok(ids):
 def test_document_voice_defaults_and_bad_input():
     v = document_voice("health  news tweet")
     assert v.document_type == "health news tweet" and v.system == "You write health news tweets."
-    assert v.prefill == DEFAULT_PREFILL == '"' and v.stop == ("\n", '"') and v.banned == BANNED_OPENINGS
+    assert v.prefill == 'Here is the health news tweet:\n\n"' and v.prefill.endswith(DEFAULT_PREFILL)
+    assert v.stop == ("\n", '"') and v.banned == BANNED_OPENINGS
+    assert document_voice("tweet", prefill='"').prefill == '"' 
     assert "health news tweet" in str(v.to_dict())
     for bad in ("", "  ", None):
         with pytest.raises(ParameterError) as err:
@@ -42,7 +44,7 @@ def test_prefill_is_an_opened_assistant_turn_and_the_system_message_comes_first(
     v = document_voice("movie review")
     chat = with_voice([{"role": "user", "content": "Write one."}], v)
     assert [m["role"] for m in chat] == ["system", "user", "assistant"]
-    assert chat[-1]["content"] == '"' and all(is_sealed(m["content"]) for m in (chat[0], chat[-1]))
+    assert chat[-1]["content"] == 'Here is the movie review:\n\n"' and all(is_sealed(m["content"]) for m in (chat[0], chat[-1]))
     assert all(isinstance(m["content"], Public) for m in (chat[0], chat[-1]))
     # a chat's own system message and its own prefill are kept
     own = with_voice([{"role": "system", "content": "S"}, {"role": "user", "content": "U"},
@@ -50,7 +52,7 @@ def test_prefill_is_an_opened_assistant_turn_and_the_system_message_comes_first(
     assert [m["content"] for m in own] == ["S", "U", "Start"]
     assert with_voice([{"role": "user", "content": "U"}], None) == [{"role": "user", "content": "U"}]
     rest, prefill = split_prefill(chat)
-    assert prefill == '"' and [m["role"] for m in rest] == ["system", "user"]
+    assert prefill == 'Here is the movie review:\n\n"' and [m["role"] for m in rest] == ["system", "user"]
     assert split_prefill([{"role": "user", "content": "U"}])[1] is None
 
 
@@ -112,7 +114,7 @@ def test_a_backend_applies_the_voice_and_cuts_at_stop():
     assert out == ["A tweet about sleep."]
     chat = backend.seen[0]
     assert chat[0] == {"role": "system", "content": "You write health news tweets."}
-    assert chat[-1] == {"role": "assistant", "content": '"'}
+    assert chat[-1] == {"role": "assistant", "content": 'Here is the health news tweet:\n\n"'}
     p = backend.params[0]
     assert p.stop == voice.stop and p.banned == voice.banned
     assert p.voice_kwargs() == {"stop": voice.stop, "banned": voice.banned}
@@ -213,7 +215,8 @@ def test_the_bundled_model_on_llamacpp_writes_under_the_voice():
     voice = document_voice("one-sentence movie review")
     gen = backend.generator
     rendered = gen.chat(with_voice([{"role": "user", "content": "Write one movie review."}], voice))
-    assert rendered.endswith('<|im_start|>assistant\n"') and "SmolLM" not in rendered
+    assert rendered.endswith('<|im_start|>assistant\nHere is the one-sentence movie review:\n\n"')
+    assert "SmolLM" not in rendered
     texts = backend.generate_batch(["Write one one-sentence movie review about a slow thriller.",
                                     "Write one one-sentence movie review of a comedy."],
                                    max_new_tokens=32, temperature=0.0, voice=voice)

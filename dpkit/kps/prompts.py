@@ -27,13 +27,13 @@ from typing import Sequence
 from dpkit.privacy.marks import Privatized, Public, compose_prompt, post_process, require_marked
 from dpkit.validate import ParameterError
 
-DEFAULT_TEMPLATE = Public(
-    "Write one {document_type} that uses all of these terms: {keyphrases}. "
-    "Reply with the {document_type} only.")
+#: The DP-KPS instruction. It names no "terms" or "keyphrases": a 135M model asked to "use all of these
+#: terms" read the list back or talked about the terms ("What is a medical exam question that uses these
+#: terms: ..."); asked for a document "about" them it writes one (voice_probe, issue 33, round 2).
+DEFAULT_TEMPLATE = Public("Write one {document_type} about {keyphrases}.")
 FEW_SHOT_TEMPLATE = Public(
     "Here are examples of the kind of text wanted:\n{examples}\n\n"
-    "Write one new {document_type} that uses all of these terms: {keyphrases}. "
-    "Reply with the {document_type} only.")
+    "Write one new {document_type} about {keyphrases}.")
 CLASS_TEMPLATE = Public("Write one {document_type} about {class_name}. Reply with the {document_type} only.")
 
 

@@ -8,7 +8,8 @@ generation request that move it from answering to writing:
 * ``system``: a system message that states what is written (it also replaces
   the chat template's default persona, "You are a helpful AI assistant named
   SmolLM", which otherwise leaks into the texts);
-* ``prefill``: the assistant's turn is opened with this text and the model
+* ``prefill``: the assistant's turn is opened with this text (DP-KPS: ``Here is the
+  {document_type}:`` and an opening quotation mark; private prediction: the quotation mark) and the model
   continues it (a raw continuation after the chat template; the prefill itself
   is not part of the returned text);
 * ``stop``: the returned text is cut at the first stop sequence (after leading
@@ -56,6 +57,9 @@ BANNED_OPENINGS: tuple[str, ...] = (
 
 #: The assistant's turn opens with a quotation mark, so the model writes the quoted document itself.
 DEFAULT_PREFILL = '"'
+#: DP-KPS's opening of the assistant's turn (:func:`document_prefill`): the assistant's announcement
+#: ("Here is the ...:") is already written, so what the model continues is the quoted document.
+DOCUMENT_PREFILL = 'Here is the {document_type}:\n\n"'
 #: Default stop sequences: the closing quotation mark, and a new line (one document is one line: a
 #: tweet, a review snippet, an exam question).
 DEFAULT_STOP: tuple[str, ...] = ("\n", '"')
@@ -103,16 +107,26 @@ def voice_system(document_type: str) -> str:
     return f"You write {document_type}s."
 
 
+def document_prefill(document_type: str) -> str:
+    """DP-KPS's default prefill: ``Here is the {document_type}:``, a blank line and an opening quotation
+    mark. The announcement a small chat model would write anyway is part of the prompt (never of the
+    returned text), so it does not have to write it, and what it continues is the document. Measured
+    on the medical exam questions (8 prompts per label, one seed): assistant talk 0.31 with the bare
+    quotation mark, 0.06 with this prefill; health tweets and Rotten Tomatoes 0.06 -> 0.00."""
+    return DOCUMENT_PREFILL.format(document_type=document_type)
+
+
 def document_voice(document_type: str, *, prefill: str | None = None, stop: Sequence[str] = DEFAULT_STOP,
                    banned: Sequence[str] = BANNED_OPENINGS, min_new_tokens: int = 0) -> Voice:
-    """The default :class:`Voice` for ``document_type``: a short system message, the assistant's turn
-    opened by ``prefill`` (default :data:`DEFAULT_PREFILL`, a quotation mark), cut at the closing mark
-    or a new line, no assistant opening."""
+    """The default :class:`Voice` for ``document_type`` (DP-KPS's): a short system message, the
+    assistant's turn opened by ``prefill`` (default :func:`document_prefill`, the announcement and an
+    opening quotation mark), cut at the closing mark or a new line, no assistant opening."""
     if not isinstance(document_type, str) or not document_type.strip():
         raise ParameterError("document_type", document_type, "must be a non-empty description such as "
                              "'health news tweet'")
     document_type = " ".join(document_type.split())
-    return Voice(document_type, voice_system(document_type), DEFAULT_PREFILL if prefill is None else prefill,
+    return Voice(document_type, voice_system(document_type),
+                 document_prefill(document_type) if prefill is None else prefill,
                  tuple(stop), tuple(banned), min_new_tokens)
 
 
