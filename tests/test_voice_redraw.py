@@ -54,15 +54,18 @@ def test_redraw_failed_redraws_only_failed_texts_with_round_seeds_and_stops_when
     out, redraws = redraw_failed(texts, terms, generate, document_type="medical exam question", rounds=3)
     assert calls == [(["b", "c"], 1), (["b"], 2)]          # round 3 not needed: every text passes
     assert out["a"] == texts["a"] and out["c"].startswith("What is") and out["b"].startswith("Which salt")
-    assert redraws == {"b": ["keyphrase_list", "assistant"], "c": ["empty"]}
+    assert redraws == {"b": ["keyphrase_list", "keyphrase_list"], "c": ["empty"]}
     assert texts["b"] == "Tooth, enamel, caries"             # the input is not changed
 
 
-def test_redraw_failed_keeps_the_last_text_after_the_last_round_and_zero_rounds_is_off():
-    texts, terms = {"a": "Sure! Here is one."}, {"a": TERMS}
-    out, redraws = redraw_failed(texts, terms, lambda keys, r: {k: "I can't" for k in keys},
-                                 document_type="question", rounds=1)
-    assert out == {"a": "I can't"} and redraws == {"a": ["assistant"]}
+def test_a_failed_redraw_replaces_a_text_only_for_a_lesser_reason_and_zero_rounds_is_off():
+    texts, terms = {"a": "Sure! Here is one.", "b": "Daily Daily Daily Daily Daily Daily"}, {"a": TERMS, "b": TERMS}
+    answers = {1: {"a": "I can't", "b": "Sorry, I can't help with that."},            # worse: kept as it was
+               2: {"a": "Dental caries dental caries dental caries in children", "b": ""}}   # a: a loop, lesser
+    out, redraws = redraw_failed(texts, terms, lambda keys, r: {k: answers[r][k] for k in keys},
+                                 document_type="question", rounds=2)
+    assert out == {"a": answers[2]["a"], "b": texts["b"]}
+    assert redraws == {"a": ["assistant", "assistant"], "b": ["repetition", "repetition"]}
     assert redraw_failed(texts, terms, None, document_type="question", rounds=0) == (texts, {})
     with pytest.raises(ParameterError):
         redraw_failed(texts, terms, None, document_type="question", rounds=-1)

@@ -123,13 +123,14 @@ def redraw_failed(texts: dict, terms: dict, generate, *, document_type: str, rou
     sampled with a public seed of that round (a child of the run's seed, never seed + k).
     In each of ``rounds`` rounds every text for which
     :func:`dpkit.models.voice.redraw_reason` gives a reason (empty, under 3 words,
-    assistant talk, a decoding loop, or its keyphrases read back) is replaced
-    by its new completion; a text still failing after the last round is kept as it is
-    (and counted by the text measures). The rule reads released texts and the
+    assistant talk, a decoding loop, or its keyphrases read back) is drawn again; the
+    new completion replaces it when it passes the rule, or when it fails for a lesser
+    reason (:data:`~dpkit.models.voice.REDRAW_REASONS`, worst first). A text still failing
+    after the last round is kept (and counted by the text measures). The rule reads released texts and the
     privatized keyphrases only, so the choice is a function of the release: it costs
     no budget. Returns ``(texts, redraws)``, ``redraws`` key -> the reasons of its redraws.
     """
-    from dpkit.models.voice import redraw_reason
+    from dpkit.models.voice import REDRAW_REASONS, redraw_reason
 
     texts = dict(texts)
     redraws: dict = {}
@@ -145,5 +146,7 @@ def redraw_failed(texts: dict, terms: dict, generate, *, document_type: str, rou
         new = generate(list(failed), round_)
         for key, why in failed.items():
             redraws.setdefault(key, []).append(why)
-            texts[key] = new[key]
+            now = redraw_reason(new[key], keyphrases=[str(x) for x in terms[key]], document_type=document_type)
+            if now is None or REDRAW_REASONS.index(now) > REDRAW_REASONS.index(why):
+                texts[key] = new[key]
     return texts, redraws

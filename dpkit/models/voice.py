@@ -276,6 +276,11 @@ def repeats(text: str) -> int:
     return max(counts.values(), default=0)
 
 
+#: The reasons of :func:`redraw_reason`, worst first: a redrawn text that still fails replaces the old one
+#: only when its reason comes later in this list (a loop is better data than assistant talk or nothing).
+REDRAW_REASONS = ("empty", "short", "assistant", "keyphrase_list", "repetition")
+
+
 def keyphrase_share(text: str, keyphrases: Sequence[str]) -> float:
     """Share of ``text``'s words that are words of ``keyphrases`` (0 for a text without words)."""
     words = [w.lower() for w in _WORD.findall(str(text))]
