@@ -8,7 +8,8 @@ seeds: assistant-talk share, share under 3 words, mean words (real), k-NN precis
 recall, real-vs-synthetic AUROC, balanced accuracy. ``--show N`` prints the first N texts
 of each label of each cell (a public rule: the first N, not picked).
 
-Each data set is told only its document type (``DOCUMENT_TYPES``; ``--document-type
+``--redraw N`` sets DP-KPS's rounds of the public redraw rule (``Config.redraw``; 0: the
+first draw only; default: the library's). Each data set is told only its document type (``DOCUMENT_TYPES``; ``--document-type
 NAME=TEXT`` overrides one) and is read with its two largest classes.
 
 Usage (nice it; one heavy job at a time on a shared machine)::
@@ -68,43 +69,18 @@ def make_cells(args, document_types: dict):
 
     # the cells tell each data set its document type through this public table
     cells_module.DOCUMENT_TYPES.update(document_types)
+    if args.redraw is not None:  # DP-KPS's rounds of the public redraw rule (Config.redraw; 0: the first draw)
+        from dataclasses import replace
+
+        made = cells_module.configs
+
+        def configs(*a, **k):
+            out = made(*a, **k)
+            out["kps"] = replace(out["kps"], redraw=args.redraw)
+            return out
+
+        cells_module.configs = configs
     return TwoClassCells(preset)
-
-
-#: With ``--redraw``: the last DP-KPS release's texts before the redraw, and the reasons of its redraws.
-FIRST_DRAW: dict = {}
-
-
-def with_redraw(rounds: int):
-    """DP-KPS's ``_generate`` followed by :func:`dpkit.kps.prompts.redraw_failed` (``rounds`` rounds), as
-    requested of methods/kps.py: each failed text is drawn again from its own prompt with the public seed
-    ``int_seed(seed_sequence, 4, round)``. Installed in this process only (the probe's ``--redraw``)."""
-    from dpkit.kps.prompts import redraw_failed
-    from dpkit.methods import kps
-    from dpkit.methods.base import generate_keyed
-    from dpkit.models.voice import document_voice
-    from dpkit.seeds import int_seed
-
-    original = kps._generate
-
-    def generate_with_redraw(sequences, config, run, backend, seed_sequence):
-        out = original(sequences, config, run, backend, seed_sequence)
-        terms = {f"text-{c}-{i}": sequences[c][i] for c, seqs in enumerate(sequences) for i in range(len(seqs))}
-        generation = dict(max_new_tokens=config.max_new_tokens, temperature=config.temperature,
-                          voice=document_voice(config.document_type) if config.voice else None)
-
-        def generate(keys, round_):
-            done = generate_keyed(run, backend, {f"{k}-redraw-{round_}": out[k][0] for k in keys},
-                                  batch_size=config.batch_size, desc="kps: redraw",
-                                  seed=int_seed(seed_sequence, 4, round_), **generation)
-            return {k: done[f"{k}-redraw-{round_}"] for k in keys}
-
-        first = {k: t for k, (_, t) in out.items()}
-        texts, redraws = redraw_failed(first, terms, generate, document_type=config.document_type, rounds=rounds)
-        FIRST_DRAW.update(texts=list(first.values()), redraws=redraws)
-        return {k: (out[k][0], texts[k]) for k in out}
-
-    kps._generate = generate_with_redraw
 
 
 def row(values: dict) -> str:
@@ -126,8 +102,8 @@ def main(argv=None) -> list[dict]:
     parser.add_argument("--test-fraction", type=float, default=1 / 6)
     parser.add_argument("--document-type", action="append", default=[], metavar="NAME=TEXT")
     parser.add_argument("--show", type=int, default=2, help="first N texts per label of each cell")
-    parser.add_argument("--redraw", type=int, default=0,
-                        help="DP-KPS: redraw failed texts for this many rounds (dpkit.kps.prompts.redraw_failed)")
+    parser.add_argument("--redraw", type=int, default=None,
+                        help="DP-KPS: rounds of the public redraw rule (default: the library's; 0: the first draw)")
     parser.add_argument("--json", default=None, help="also write every cell (with its texts) to this file")
     args = parser.parse_args(argv)
     args.datasets = [d.strip() for d in args.datasets.split(",") if d.strip()]
@@ -139,8 +115,6 @@ def main(argv=None) -> list[dict]:
         name, _, text = item.partition("=")
         types[name.strip()] = text.strip()
 
-    if args.redraw:
-        with_redraw(args.redraw)
     cells = make_cells(args, types)
     results, table = [], []
     for dataset in args.datasets:
@@ -149,18 +123,9 @@ def main(argv=None) -> list[dict]:
                 per_seed = []
                 for seed in args.seeds:
                     start = time.perf_counter()
-                    FIRST_DRAW.clear()
                     cell = cells(dataset, method, epsilon, seed)
                     values = {**(cell["text_measures"] or {}),
                               **{k: v["estimate"] if isinstance(v, dict) else v for k, v in cell["metrics"].items()}}
-                    if FIRST_DRAW:  # --redraw: the first draw's talk and short shares, and what was redrawn
-                        from dpkit.textmetrics import assistant_share
-                        from dpkit.textmetrics.surface import short_share
-                        values.update(first_talk=assistant_share(FIRST_DRAW["texts"], types.get(dataset)),
-                                      first_short=short_share(FIRST_DRAW["texts"]),
-                                      redrawn=len(FIRST_DRAW["redraws"]) / len(FIRST_DRAW["texts"]))
-                        print(f"    first draw: talk {values['first_talk']:.3f}, <3w {values['first_short']:.3f};"
-                              f" redrawn {values['redrawn']:.3f}: {sorted(FIRST_DRAW['redraws'].values())}")
                     per_seed.append(values)
                     texts = cell.get("texts", {"texts": [], "labels": []})
                     results.append({"dataset": dataset, "method": method, "epsilon": str(epsilon), "seed": seed,
@@ -173,15 +138,12 @@ def main(argv=None) -> list[dict]:
                             shown = [t for t, y in zip(texts["texts"], texts["labels"]) if y == label][:args.show]
                             for t in shown:
                                 print(f"    [{label}] {t!r}", flush=True)
-                mean = {c: float(np.mean([v.get(c, np.nan) for v in per_seed]))
-                        for c in COLUMNS + ("first_talk", "first_short", "redrawn")}
+                mean = {c: float(np.mean([v.get(c, np.nan) for v in per_seed])) for c in COLUMNS}
                 table.append((dataset, method, epsilon, len(per_seed), mean))
     print("\nmeans over seeds (document types: " + ", ".join(f"{d}={types.get(d)!r}" for d in args.datasets) + ")")
     print(f"{'data set':16s} {'meth':4s} {'eps':>4s} {'n':>2s}  " + "  ".join(f"{h:>7s}" for h in HEAD))
     for dataset, method, epsilon, n, mean in table:
-        first = (f"   first draw: talk {mean['first_talk']:.3f}, <3w {mean['first_short']:.3f}, redrawn "
-                 f"{mean['redrawn']:.3f}") if not math.isnan(mean["redrawn"]) else ""
-        print(f"{dataset:16s} {method:4s} {epsilon:4g} {n:2d}  {row(mean)}{first}")
+        print(f"{dataset:16s} {method:4s} {epsilon:4g} {n:2d}  {row(mean)}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)
