@@ -19,15 +19,40 @@ runtime.setup()
 # `make test` runs `pytest -n 2`. The scheduler below hands out units of work in collection order:
 # the tests of a module that defines a module- or class-scoped fixture (a built book, a loaded
 # model, a release) form one unit, so that fixture is made once, on one worker, not once on each
-# (xdist's default sends a module's tests to both); every other test is a unit of its own. Units go
-# longest first, so that the two workers finish together instead of one running a long test alone
-# at the end. SECONDS holds single-worker times (for a grouped module: its tests together; else a
+# (xdist's default sends a module's tests to both; SPREAD lists the exceptions); every other test is
+# a unit of its own. Units go longest first, so that the two workers finish together instead of one
+# running a long test alone at the end. SECONDS holds single-worker times (for a grouped module: its tests together; else a
 # test id), measured on a busy 2-core machine: only their order matters. A stale or missing figure
 # only costs time: what is not listed runs after the listed units, in the usual order.
 SECONDS = {
-    "tests/test_book_html.py": 150,
-    "tests/test_book_render.py": 100,
+    # grouped modules: the tests that share the module's fixture, together
+    "tests/test_pp_ray.py": 243, "tests/test_book_html.py": 150, "tests/test_book_render.py": 100,
+    "tests/test_pp_pipeline.py": 90, "tests/test_guard_end_to_end.py": 73, "tests/test_pp_private_rows.py": 71,
+    "tests/test_backends_local.py": 16, "tests/test_models.py": 16,
+    # single tests
     "tests/test_derivations_nbval.py::test_derivation_chapters_run_on_their_defaults": 127,
+    "tests/test_pp_executors.py::test_completion_order_changes_neither_the_release_nor_the_run": 44,
+    "tests/test_compare.py::test_a_cap_that_does_not_bind_changes_no_token": 14,
+    "tests/test_audit_report.py::test_audits_follow_the_ledger_and_the_verdict": 14,
+    "tests/test_audit_families.py::test_false_positive_rate_stays_at_nominal": 13,
+    "tests/test_audit_release_cli.py::test_prints_the_result_and_resumes_to_the_same": 12,
+    "tests/test_audit_registry.py::test_correct_mechanism_passes[dpst_record]": 26,
+    **{f"tests/test_pp_invisibleink.py::{test}": seconds for test, seconds in {
+        "test_the_release_audit_does_not_refute_a_whole_invisibleink_release": 156,
+        "test_replay_and_memory_bounds_give_the_same_tokens[torch]": 135,
+        "test_replay_and_memory_bounds_give_the_same_tokens[llamacpp]": 131}.items()},
+    **{f"tests/test_runs_faults.py::test_sigkill_at_every_checkpoint_leaves_the_spend_on_disk_and_resumes_charging_once"
+       f"[pp-{checkpoint}]": seconds for checkpoint, seconds in {
+           "ledger-written": 68, "ledger-recorded": 66, "record-appended": 42, "release-tracked": 39,
+           "finished": 36}.items()},
+    **{f"tests/test_readme_own_data.py::{test}": seconds for test, seconds in {
+        "test_readme_papermill_runs": 36, "test_readme_evaluate_runs": 30, "test_readme_synth_runs[pp]": 30,
+        "test_readme_synth_runs[dpst]": 26, "test_readme_synth_runs[kps]": 14}.items()},
+    **{f"tests/test_audit_release_zoo.py::{test}": seconds for test, seconds in {
+        "test_correct_methods_are_never_refuted[pp-4-0]": 78, "test_correct_methods_are_never_refuted[pp-1-0]": 73,
+        "test_broken_pipelines_are_refuted_at_their_claim[pp-<lambda>-100]": 64,
+        "test_broken_pipelines_are_refuted_at_their_claim[dpst-<lambda>-None]": 42,
+        "test_broken_pipelines_are_refuted_at_their_claim[kps-<lambda>-None]": 12}.items()},
     **{f"tests/test_notebooks.py::test_executes_in_smoke_setting[{name}]": seconds for name, seconds in {
         "pp_structured_json": 104, "audit_release": 93, "pp_end_to_end": 86, "dpst_evaluation": 64,
         "pp_invisibleink": 59, "kps_end_to_end": 56, "models_local_models": 48, "audit_mechanisms": 47,
@@ -35,22 +60,19 @@ SECONDS = {
         "kps_vocabulary": 22, "dp_foundations_relations": 22, "audit_report": 22, "dp_zcdp_conversion": 20,
         "kps_zero_padding": 20, "dp_composition": 19, "dp_gaussian_calibration": 17, "dp_sparse_vector": 17,
         "backends_runs": 16, "dp_exponential_mechanism": 16, "dp_sensitivity_laplace": 10}.items()},
-    **{f"tests/test_audit_release_zoo.py::{test}": seconds for test, seconds in {
-        "test_correct_methods_are_never_refuted[pp-4-0]": 78, "test_correct_methods_are_never_refuted[pp-1-0]": 73,
-        "test_broken_pipelines_are_refuted_at_their_claim[pp-<lambda>-100]": 64,
-        "test_broken_pipelines_are_refuted_at_their_claim[dpst-<lambda>-None]": 42,
-        "test_broken_pipelines_are_refuted_at_their_claim[kps-<lambda>-None]": 12}.items()},
-    "tests/test_audit_registry.py::test_correct_mechanism_passes[dpst_record]": 26,
 }
+# modules whose shared fixture is cheap beside their long tests: spread, so those tests use both workers
+SPREAD = frozenset({"tests/test_pp_invisibleink.py", "tests/test_runs_faults.py"})
 
 SHARED_FIXTURE = re.compile(r"@pytest\.fixture\([^)]*scope=[\"'](module|class|package)[\"']")
 
 
 @functools.cache
 def _grouped_modules(root: Path) -> frozenset[str]:
-    """Node-id prefixes (``tests/test_x.py``) of the modules that define a shared fixture."""
+    """Node-id prefixes (``tests/test_x.py``) of the modules that define a shared fixture, but SPREAD."""
     tests = root / "tests"
-    return frozenset(f"tests/{p.name}" for p in tests.glob("test_*.py") if SHARED_FIXTURE.search(p.read_text()))
+    return frozenset(f"tests/{p.name}" for p in tests.glob("test_*.py")
+                     if SHARED_FIXTURE.search(p.read_text()) and f"tests/{p.name}" not in SPREAD)
 
 
 def _unit(nodeid: str, root: Path) -> str:

@@ -20,10 +20,13 @@ def test_modules_with_shared_fixtures_are_one_unit():
     grouped = conftest._grouped_modules(ROOT)
     # each builds a book or loads a model once per module
     for module in ("tests/test_book_html.py", "tests/test_book_render.py", "tests/test_models.py",
-                   "tests/test_pp_invisibleink.py"):
+                   "tests/test_voice.py"):
         assert module in grouped, module
         assert conftest._unit(f"{module}::test_x[a]", ROOT) == module
     assert "tests/test_notebooks.py" not in grouped   # the smoke runs share nothing: spread one by one
+    for module in conftest.SPREAD:   # a cheap shared fixture beside long tests: spread all the same
+        assert (ROOT / module).is_file() and conftest.SHARED_FIXTURE.search((ROOT / module).read_text()), module
+        assert module not in grouped, module
     one = "tests/test_notebooks.py::test_executes_in_smoke_setting[pp_end_to_end]"
     assert conftest._unit(one, ROOT) == one
 
