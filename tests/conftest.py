@@ -28,10 +28,16 @@ SECONDS = {
     # grouped modules: the tests that share the module's fixture, together
     "tests/test_pp_ray.py": 243, "tests/test_book_html.py": 150, "tests/test_book_render.py": 100,
     "tests/test_pp_pipeline.py": 90, "tests/test_guard_end_to_end.py": 73, "tests/test_pp_private_rows.py": 71,
-    "tests/test_backends_local.py": 16, "tests/test_models.py": 16,
+    "tests/test_pp_llamacpp.py": 87, "tests/test_pp_grammar.py": 32, "tests/test_models_llamacpp_rows.py": 23,
+    "tests/test_models_llamacpp.py": 21, "tests/test_backends_local.py": 16, "tests/test_models.py": 16,
     # single tests
     "tests/test_derivations_nbval.py::test_derivation_chapters_run_on_their_defaults": 127,
     "tests/test_pp_executors.py::test_completion_order_changes_neither_the_release_nor_the_run": 44,
+    "tests/test_runs_failures.py::test_a_file_size_limit_exits_1_keeps_the_run_and_the_resume_charges_once[6000]": 30,
+    "tests/test_runs_failures.py::test_a_file_size_limit_exits_1_keeps_the_run_and_the_resume_charges_once[20000]": 27,
+    "tests/test_runs_failures.py::test_a_full_disk_exits_1_and_the_resume_with_room_charges_once": 26,
+    "tests/test_runs_failures.py::test_a_run_made_read_only_mid_way_exits_1_and_keeps_what_was_written": 18,
+    "tests/test_methods_plan_equals_run.py::test_the_plan_and_the_run_charge_the_same_ledger[pp]": 28,
     "tests/test_compare.py::test_a_cap_that_does_not_bind_changes_no_token": 14,
     "tests/test_audit_report.py::test_audits_follow_the_ledger_and_the_verdict": 14,
     "tests/test_audit_families.py::test_false_positive_rate_stays_at_nominal": 13,
