@@ -114,6 +114,18 @@ def test_test_fraction_is_respected_per_class():
     assert all(v == 15 for v in ds.class_counts("test").values())
 
 
+def test_online_questions_join_two_topics_and_split_stratified():
+    from dpkit.data.questions import load_online_questions, question_topic_counts
+
+    counts = question_topic_counts()
+    assert counts == {"finance": 646, "medication": 642}
+    ds = load_online_questions(seed=0)
+    assert ds.label_names == ("finance", "medication")
+    assert len(ds.train_texts) + len(ds.test_texts) == sum(counts.values())
+    assert all(len(t.split()) >= 3 for t in ds.train_texts)
+    assert not set(ds.train_texts) & set(ds.test_texts)
+
+
 def test_commons_speeches_keep_the_two_largest_parties_without_the_chair():
     from dpkit.data.commons import commons_party_counts, load_commons_speeches
 
@@ -131,7 +143,8 @@ def test_commons_speeches_keep_the_two_largest_parties_without_the_chair():
 
 
 def test_registry_names():
-    assert set(LOADERS) == {"medical", "rotten_tomatoes", "health_tweets", "news", "commons_speeches"}
+    assert set(LOADERS) == {"medical", "rotten_tomatoes", "health_tweets", "news", "commons_speeches",
+                            "online_questions"}
     assert set(PRIVATE) | set(PUBLIC) == set(LOADERS) and not set(PRIVATE) & set(PUBLIC)
     ds = load_dataset("medical", n_classes=3, max_per_class=10)
     assert ds.name == "medical" and len(ds.label_names) == 3

