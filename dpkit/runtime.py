@@ -176,19 +176,32 @@ def write_results(results_path: str | os.PathLike | None, results: Mapping[str, 
     return payload
 
 
+GLUE_MIME_PREFIX = "application/papermill.record/"
+"""Prefix of a glued value's mime types: myst-nb reads such an output as glue data and displays nothing."""
+
+
 def glue(**values: Any) -> dict[str, Any]:
     """Make a chapter's computed numbers available to its prose (myst-nb ``glue``), not displayed.
 
     The prose then writes ``{glue:text}`name:.3f``` and always shows what the page
     computed. numpy scalars are stored as plain Python numbers so that format
-    specifications apply. Outside a book build (myst-nb not installed) nothing is glued.
-    Returns the plain values.
+    specifications apply. Outside IPython nothing is glued. Returns the plain values.
+
+    Each value becomes the display output that ``myst_nb.glue(name, value, display=False)``
+    makes: the value's mime bundle with every type prefixed by :data:`GLUE_MIME_PREFIX`, and
+    ``{"scrapbook": {"name": ..., "mime_prefix": ...}}`` in its metadata (what myst-nb's
+    ``extract_glue_data`` reads; ``tests/test_runtime_glue.py`` checks the two agree). It is
+    written here because importing myst-nb's glue imports nbformat and, through jsonschema's
+    format checker, compiles a grammar: ~2 CPU-s in every notebook kernel.
     """
     plain = {k: (v.item() if isinstance(v, np.generic) else v) for k, v in values.items()}
     try:
-        from myst_nb import glue as myst_glue
-    except ImportError:  # pragma: no cover - the book extra is not installed
+        from IPython.core.formatters import format_display_data
+        from IPython.display import display
+    except ImportError:  # pragma: no cover - IPython is not installed
         return plain
     for name, value in plain.items():
-        myst_glue(name, value, display=False)
+        bundle, metadata = format_display_data(value)
+        metadata["scrapbook"] = {"name": name, "mime_prefix": GLUE_MIME_PREFIX}
+        display({GLUE_MIME_PREFIX + mime: data for mime, data in bundle.items()}, raw=True, metadata=metadata)
     return plain

@@ -182,6 +182,32 @@ def check_k(k: int, n_triples: int) -> int:
     return k
 
 
+def read_public_texts(path: str | Path, parameter: str = "public_corpus") -> list[str]:
+    """The user's own public corpus: a UTF-8 text file, one public text per line (blank lines skipped).
+
+    The caller states that every line is PUBLIC (never a private record): it is read
+    without any privacy charge, and its triples may be released verbatim. Refused,
+    naming ``parameter``, the path and what is allowed: a path that is not a readable file,
+    a file that is not UTF-8, or one without a non-blank line.
+    """
+    allowed = "must be a readable UTF-8 text file of public texts, one per line, with at least one non-blank line"
+    if not isinstance(path, (str, Path)) or not str(path).strip():
+        raise ParameterError(parameter, path, allowed)
+    file = Path(path).expanduser()
+    if not file.is_file():
+        raise ParameterError(parameter, str(path), allowed + " (not an existing file)")
+    try:
+        lines = file.read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError as exc:
+        raise ParameterError(parameter, str(path), allowed + f" (byte {exc.start} is not UTF-8)") from None
+    except OSError as exc:
+        raise ParameterError(parameter, str(path), allowed + f" ({exc.strerror or type(exc).__name__})") from None
+    texts = [line.strip() for line in lines if line.strip()]
+    if not texts:
+        raise ParameterError(parameter, str(path), allowed + " (it has none)")
+    return texts
+
+
 def _key(params: dict) -> str:
     return hashlib.sha256(json.dumps(params, sort_keys=True).encode()).hexdigest()[:12]
 

@@ -14,7 +14,12 @@ The token budget ``max_new_tokens`` is a fixed parameter: the output's length
 never depends on the input document's length.
 
 ``document_type`` (public text, e.g. "health news tweet") names what the text
-should be in the instruction; the model's turn is opened with ``Output text:``
+should be in the instruction; ``label`` (optional, a :class:`~dpkit.privacy.marks.Public`
+name from the public label set: the record's label AFTER randomized response, so
+post-processing of a released value) is given as the text's topic in the last user
+turn (``Topic: <label>.``), and the instruction then asks for a text on that topic.
+With it the label set is used as public information, and the text's topic comes from
+the label's name (what the model knows of it), not from the private text; the model's turn is opened with ``Output text:``
 (as in the worked examples), ended at the first new line, and may not open as
 an assistant (:func:`reconstruction_voice`, :mod:`dpkit.models.voice`).
 """
@@ -36,15 +41,21 @@ INSTRUCTION = Public(
     "without any explanation.")
 
 
-def instruction(document_type: str | None = None) -> Public:
-    """The system instruction; with a ``document_type`` it asks for a text of that type."""
-    if document_type is None:
-        return INSTRUCTION
-    if not isinstance(document_type, str) or not document_type.strip():
-        raise ParameterError("document_type", document_type, "must be a non-empty description or None")
-    doc = " ".join(document_type.split())
-    return Public(str(INSTRUCTION).replace("Write a short text from the given triples.",
-                                           f"Write one {doc} from the given triples."))
+TOPIC_SENTENCE = " When a topic is given, the text must be about that topic; use the triples that fit it."
+
+
+def instruction(document_type: str | None = None, topic: bool = False) -> Public:
+    """The system instruction; with a ``document_type`` it asks for a text of that type; with ``topic`` it
+    says that the text must be on the topic the user turn names (the released label, see the module)."""
+    text = str(INSTRUCTION)
+    if document_type is not None:
+        if not isinstance(document_type, str) or not document_type.strip():
+            raise ParameterError("document_type", document_type, "must be a non-empty description or None")
+        doc = " ".join(document_type.split())
+        text = text.replace("Write a short text from the given triples.", f"Write one {doc} from the given triples.")
+    if topic:
+        text = text.replace(" Reply with the text only", TOPIC_SENTENCE + " Reply with the text only")
+    return INSTRUCTION if text == str(INSTRUCTION) else Public(text)
 
 EXAMPLES: tuple[tuple[Public, Public], ...] = (
     (Public("Input triples: ['Maria opened a bakery']"),
@@ -60,6 +71,7 @@ EXAMPLES: tuple[tuple[Public, Public], ...] = (
 )
 
 USER_TEMPLATE = Public("Input triples: {triples}")
+TOPIC_TEMPLATE = Public("Topic: {topic}. Input triples: {triples}")
 ANSWER_PREFIX = "Output text:"
 
 
@@ -82,17 +94,26 @@ def reconstruction_voice(document_type: str | None = None) -> Voice:
                  banned=BANNED_OPENINGS)
 
 
-def reconstruction_messages(doc: PrivateDocument, document_type: str | None = None) -> list[dict]:
-    """The chat sent to the backend; every content is Public or Privatized."""
+def reconstruction_messages(doc: PrivateDocument, document_type: str | None = None,
+                            label: Public | None = None) -> list[dict]:
+    """The chat sent to the backend; every content is Public or Privatized. ``label``: a Public label
+    name (the released label, after randomized response) named as the topic; None: no topic."""
     if not isinstance(doc, PrivateDocument):
         raise ParameterError("doc", doc, "must be a PrivateDocument from DPST.privatize")
     if doc.raw_text is not None:
         raise ParameterError("doc", "<raw text>", "holds raw text (broken variant); it must not reach a model")
     triples = format_triples(doc.triples)
-    messages = [{"role": "system", "content": instruction(document_type)}]
+    if label is not None:
+        label = require_marked("label", label, (Public,))
+        if not str(label).strip():
+            raise ParameterError("label", label, "must be a non-empty public label name or None")
+    messages = [{"role": "system", "content": instruction(document_type, topic=label is not None)}]
     for user, assistant in EXAMPLES:
         messages += [{"role": "user", "content": user}, {"role": "assistant", "content": assistant}]
-    messages.append({"role": "user", "content": compose_prompt(USER_TEMPLATE, triples=triples)})
+    if label is None:
+        messages.append({"role": "user", "content": compose_prompt(USER_TEMPLATE, triples=triples)})
+    else:
+        messages.append({"role": "user", "content": compose_prompt(TOPIC_TEMPLATE, topic=label, triples=triples)})
     return messages
 
 

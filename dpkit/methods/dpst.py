@@ -20,12 +20,11 @@ any model sees them.
 from __future__ import annotations
 
 import inspect
-from pathlib import Path
 from dataclasses import dataclass
 
 import numpy as np
 
-from dpkit.dpst.corpus import load_public_corpus
+from dpkit.dpst.corpus import load_public_corpus, read_public_texts
 from dpkit.dpst.privatize import DPST, MAX_PARSER_CHARS, Prepared, PrivateDocument, document_contract
 from dpkit.dpst.reconstruct import clean_output, reconstruction_messages, reconstruction_voice
 from dpkit.methods.base import (PrivacyStatement, Records, Release, check_inputs, checkpoint, config_dict,
@@ -33,6 +32,7 @@ from dpkit.methods.base import (PrivacyStatement, Records, Release, check_inputs
 from dpkit.methods.budget import ledger_guarantee, release_ledger
 from dpkit.methods.labels import RandomizedResponse, label_contract
 from dpkit.privacy import Charge, PrivacyContract
+from dpkit.privacy.marks import Public
 from dpkit.seeds import generator, int_seed
 from dpkit.validate import ParameterError, check_choice, check_in_range, check_int, check_positive
 
@@ -80,6 +80,8 @@ class Config:
     reconstruct: bool = True           # False: release the triples joined as text
     document_type: str = "short text"  # public: what the rewrite writes ("health news tweet")
     voice: bool = True                 # the rewrite in the data's voice (dpkit.dpst.reconstruct.reconstruction_voice)
+    name_label: bool = False           # True: the rewrite is told each record's RELEASED label (after randomized
+                                       # response) as its topic; the label set is then public information
     public_corpus: str = ""            # "": the packaged news articles; else a UTF-8 file of YOUR public texts,
                                        # one per line (never private records), as the triple corpus
     max_new_tokens: int = 48
@@ -106,10 +108,13 @@ class Config:
             raise ParameterError("document_type", self.document_type, "must be a non-empty description")
         if not isinstance(self.voice, bool):
             raise ParameterError("voice", self.voice, "must be True or False")
-        if not isinstance(self.public_corpus, str) or (self.public_corpus
-                                                       and not Path(self.public_corpus).expanduser().is_file()):
+        if not isinstance(self.name_label, bool):
+            raise ParameterError("name_label", self.name_label, "must be True or False")
+        if not isinstance(self.public_corpus, str):
             raise ParameterError("public_corpus", self.public_corpus, "must be '' (the packaged news articles) or "
                                  "an existing UTF-8 text file of public texts, one per line")
+        if self.public_corpus:  # read once here, so a bad file is refused before any run (exit 2, nothing written)
+            read_public_texts(self.public_corpus, "public_corpus")
 
     def budget(self) -> tuple[float, float]:
         """The ledger's budget: pure ``epsilon`` per record (delta 0)."""
@@ -155,8 +160,7 @@ def own_public_texts(config: Config) -> list[str] | None:
     """The user's public corpus (``public_corpus``: one text per line), or None for the news articles."""
     if not config.public_corpus:
         return None
-    lines = Path(config.public_corpus).expanduser().read_text(encoding="utf-8").splitlines()
-    return [line for line in lines if line.strip()]
+    return read_public_texts(config.public_corpus, "public_corpus")
 
 
 def synthesize(records: Records, config: Config, run, backend, seed_sequence: np.random.SeedSequence) -> Release:
@@ -190,9 +194,12 @@ def synthesize(records: Records, config: Config, run, backend, seed_sequence: np
     keys = [f"doc-{i}" for i in range(len(records))]
     if config.reconstruct:
         document_type = config.document_type if config.voice else None
+        topics = [None] * len(keys)
+        if config.name_label and records.labelled:  # post-processing of the released label (a public name)
+            topics = [Public(records.label_set[int(y)]) for y in released["labels"]]
         prompts = {key: reconstruction_messages(PrivateDocument(tuple(triples), np.zeros(0, np.int64), contract),
-                                                document_type)
-                   for key, triples in zip(keys, released["triples"])}
+                                                document_type, topic)
+                   for key, triples, topic in zip(keys, released["triples"], topics)}
         texts = generate_keyed(run, backend, prompts, batch_size=config.batch_size, desc="dpst: reconstructing",
                                max_new_tokens=config.max_new_tokens, temperature=config.temperature,
                                seed=int_seed(seed_sequence, 2),
