@@ -1,0 +1,80 @@
+"""The table of ``benchmarks/heldout_rows.py``'s stored runs: each method on 1,000 rows, as a user runs it.
+
+Each row of ``results.jsonl`` is one ``dpkit synth`` release (default sizes, no seed: noise from
+fresh OS entropy) scored by ``dpkit evaluate`` against the data set's real test split.
+:func:`rows_table` gives one markdown line per method: the releases, the wall time of each, the
+texts released, the balanced accuracy (one release: its bootstrap interval over test texts;
+several: their mean with a Student-t interval over releases), real training data of the same
+rows, and the text measures (means over releases). ``tests/test_rows_report.py`` checks that the
+README quotes the table the stored runs give.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Sequence
+
+from scipy import stats
+
+LABELS = {"kps": "DP-KPS", "pp": "private prediction", "dpst": "DP-ST"}
+TARGET_S = 15 * 60
+
+
+def load_rows(folder: Path) -> list[dict]:
+    """The scored runs stored in ``folder/results.jsonl`` (a later line for the same run replaces an earlier)."""
+    found: dict[tuple[str, int], dict] = {}
+    for line in (Path(folder) / "results.jsonl").read_text().splitlines():
+        if line.strip():
+            row = json.loads(line)
+            found[(row["method"], row["repeat"])] = row
+    return [found[key] for key in sorted(found)]
+
+
+def _interval(values: Sequence[float], single: dict) -> tuple[float, float, float]:
+    if len(values) == 1:
+        return values[0], single["low"], single["high"]
+    mean = sum(values) / len(values)
+    sd = (sum((v - mean) ** 2 for v in values) / (len(values) - 1)) ** 0.5
+    half = stats.t.ppf(0.975, len(values) - 1) * sd / math.sqrt(len(values))
+    return mean, mean - half, mean + half
+
+
+def rows_table(rows: Sequence[dict]) -> str:
+    """Markdown: one line per method of the scored runs in ``rows`` (see the module docstring)."""
+    lines = ["| method | releases | wall time (s) | texts | balanced accuracy [95%] | real data, same rows "
+             "| assistant talk | under 3 words | k-NN precision / recall | real-vs-synthetic AUROC |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for method, label in LABELS.items():
+        done = [r for r in rows if r["method"] == method and "evaluation" in r]
+        if not done:
+            continue
+        evaluations = [r["evaluation"] for r in done]
+        scores = [e["balanced_accuracy"]["estimate"] for e in evaluations]
+        mean, low, high = _interval(scores, evaluations[0]["balanced_accuracy"])
+        real = [e["real"]["balanced_accuracy"]["estimate"] for e in evaluations]
+        measure = (lambda key: sum(e["text_measures"][key] for e in evaluations) / len(evaluations))
+        walls = ", ".join(f"{r['wall_s']:.0f}" for r in done)
+        texts = ", ".join(str(e["n_synthetic"]) for e in evaluations)
+        lines.append(
+            f"| {label} | {len(done)} | {walls} | {texts} | {mean:.3f} [{low:.3f}, {high:.3f}] "
+            f"| {sum(real) / len(real):.3f} | {measure('assistant_talk'):.2f} | {measure('short_texts'):.2f} "
+            f"| {measure('knn_precision'):.2f} / {measure('knn_recall'):.2f} "
+            f"| {measure('auroc_real_vs_synthetic'):.2f} |")
+    return "\n".join(lines)
+
+
+def first_texts(folder: Path, method: str, n: int = 3, repeat: int = 0) -> list[tuple[str, str]]:
+    """The first ``n`` texts of each label of one stored release, in release order (a public rule, not picked)."""
+    path = Path(folder) / f"rep-{repeat}" / method / "release" / "synthetic.jsonl"
+    if not path.exists():
+        return []
+    records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    out, seen = [], {}
+    for record in records:
+        label = record.get("label", "")
+        if seen.get(label, 0) < n:
+            seen[label] = seen.get(label, 0) + 1
+            out.append((label, record["text"]))
+    return out

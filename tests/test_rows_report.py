@@ -1,0 +1,54 @@
+"""The table of benchmarks/heldout_rows.py's stored runs, and the README's copy of it."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from dpkit.experiments.rows_report import first_texts, load_rows, rows_table
+
+ROOT = Path(__file__).resolve().parents[1]
+STORED = ROOT / "results" / "heldout-questions"
+
+
+def _row(method, repeat, ba, wall=100.0, n=10, talk=0.0):
+    evaluation = {"balanced_accuracy": {"estimate": ba, "low": ba - 0.05, "high": ba + 0.05}, "n_synthetic": n,
+                  "real": {"balanced_accuracy": {"estimate": 0.99}},
+                  "text_measures": {"assistant_talk": talk, "short_texts": 0.0, "knn_precision": 0.5,
+                                    "knn_recall": 0.25, "auroc_real_vs_synthetic": 0.9}}
+    return {"method": method, "repeat": repeat, "wall_s": wall, "evaluation": evaluation}
+
+
+def test_one_release_keeps_its_bootstrap_interval_and_several_get_a_t_interval():
+    table = rows_table([_row("kps", 0, 0.70), _row("pp", 0, 0.60), _row("pp", 1, 0.80, talk=0.1)]).splitlines()
+    kps = next(line for line in table if line.startswith("| DP-KPS"))
+    pp = next(line for line in table if line.startswith("| private prediction"))
+    assert "0.700 [0.650, 0.750]" in kps
+    # mean 0.7, sd 0.1414, t(0.975, 1) = 12.706: half width 1.2706
+    assert "| 2 | 100, 100 | 10, 10 | 0.700 [-0.571, 1.971] | 0.990 | 0.05 |" in pp
+    assert not any(line.startswith("| DP-ST") for line in table)
+
+
+def test_a_run_that_failed_is_not_scored(tmp_path):
+    failed = {"method": "dpst", "repeat": 0, "wall_s": 5.0, "status": 1, "error": "boom"}
+    lines = [json.dumps(r) for r in (_row("kps", 0, 0.5), failed, _row("kps", 0, 0.9))]
+    (tmp_path / "results.jsonl").write_text("\n".join(lines) + "\n")
+    rows = load_rows(tmp_path)
+    assert len(rows) == 2  # the later line of kps/0 replaces the earlier one
+    table = rows_table(rows)
+    assert "0.900" in table and "DP-ST" not in table
+
+
+def test_first_texts_follow_the_release_order_per_label(tmp_path):
+    release = tmp_path / "rep-0" / "pp" / "release"
+    release.mkdir(parents=True)
+    records = [{"label": "a", "text": f"a{i}"} for i in range(4)] + [{"label": "b", "text": "b0"}]
+    (release / "synthetic.jsonl").write_text("\n".join(json.dumps(r) for r in records) + "\n")
+    assert first_texts(tmp_path, "pp", n=2) == [("a", "a0"), ("a", "a1"), ("b", "b0")]
+    assert first_texts(tmp_path, "kps") == []
+
+
+@pytest.mark.skipif(not (STORED / "results.jsonl").exists(), reason="the held-out 1,000-row runs are not stored")
+def test_the_readme_quotes_the_stored_table():
+    table = rows_table(load_rows(STORED))
+    assert table in (ROOT / "README.md").read_text()
