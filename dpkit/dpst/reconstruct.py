@@ -26,6 +26,7 @@ an assistant (:func:`reconstruction_voice`, :mod:`dpkit.models.voice`).
 
 from __future__ import annotations
 
+import re
 from typing import Sequence
 
 from dpkit.backends import get_backend
@@ -117,11 +118,33 @@ def reconstruction_messages(doc: PrivateDocument, document_type: str | None = No
     return messages
 
 
+_SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+")
+
+
+def _plain(text: str) -> str:
+    return " ".join(re.sub(r"[^\w\s]", " ", text.lower()).split())
+
+
+#: The worked examples' answers, normalized: a sentence of the rewrite found inside one of them is an echo.
+EXAMPLE_ANSWERS = tuple(_plain(str(answer)[len(ANSWER_PREFIX):]) for _, answer in EXAMPLES)
+
+
 def clean_output(text: str) -> str:
+    """The rewrite without its answer prefix, without sentences copied from the worked examples
+    (3+ words found inside an example's answer: "The coach praised the players.") and without a
+    sentence repeated verbatim. A public rule on the model's output (post-processing); a text
+    made only of such sentences is kept as it is."""
     text = text.strip()
     if text.startswith(ANSWER_PREFIX):
         text = text[len(ANSWER_PREFIX):].strip()
-    return text
+    kept, seen = [], set()
+    for sentence in _SENTENCE_BREAK.split(text):
+        plain = _plain(sentence)
+        if not plain or plain in seen or (len(plain.split()) >= 3 and any(plain in a for a in EXAMPLE_ANSWERS)):
+            continue
+        seen.add(plain)
+        kept.append(sentence)
+    return " ".join(kept) if kept else text
 
 
 def reconstruct(docs: Sequence[PrivateDocument], backend=None, *, max_new_tokens: int = 48,
