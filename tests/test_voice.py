@@ -142,9 +142,12 @@ def test_the_document_template_frames_every_row_alike_and_the_public_row_has_no_
     assert b == head + "Eat greens!" + tail            # the same public frame around each row's own record
     public = t.public_message("goodhealth")
     assert "Sleep well." not in public and "goodhealth" in public and "health news tweet" in public
-    assert t.system == "You write health news tweets." and t.answer_prefix == '"'
+    assert t.system == "You write health news tweets." and t.answer_prefix == 'Here is the health news tweet:\n\n"'
+    assert document_template("health news tweet", prefill='"').answer_prefix == '"'
     with pytest.raises(ParameterError):
         document_template("")
+    with pytest.raises(ParameterError):
+        document_template("tweet", prefill="{x}")
 
 
 @pytest.fixture(scope="module")
@@ -301,3 +304,57 @@ def test_pp_release_config_carries_the_voice_and_the_document_template():
     assert pp.template_for(pp.Config(epsilon=4, voice=False), True).name == "labelled-text"
     with pytest.raises(ParameterError):
         pp.Config(epsilon=4, document_type=" ")
+
+
+# ------------------------------------------------------------------ a leading echo of the instruction
+@pytest.mark.parametrize("text, label, expected", [
+    ("The medical exam question: How to prevent dental cavities", "Dental", "How to prevent dental cavities"),
+    ("A medical exam question is: Surgery: Can you name the nerve at risk?", "Surgery", "Can you name the nerve at risk?"),
+    ("Surgery: A rare, genetic condition of the hip", "Surgery", "A rare, genetic condition of the hip"),
+    ("Label: Dental: which tooth erupts first?", "Dental", "which tooth erupts first?"),
+    ("Medical examination question 3 - Which nerve supplies the tongue?", "Dental", "Which nerve supplies the tongue?"),
+    # not an echo: kept as written
+    ("Surgical procedure: an emergency laparotomy", "Surgery", "Surgical procedure: an emergency laparotomy"),
+    ("Facial nerve lies:", "Surgery", "Facial nerve lies:"),
+    ("Which of the following is a medical exam question?", "Dental", "Which of the following is a medical exam question?"),
+    # what would remain is too short: kept
+    ("Medical exam question: Teeth", "Dental", "Medical exam question: Teeth"),
+])
+def test_strip_echo_drops_a_leading_echo_of_the_document_type_or_label_only(text, label, expected):
+    from dpkit.models.voice import strip_echo
+
+    assert strip_echo(text, "medical exam question", [label]) == expected
+
+
+def test_strip_echo_leaves_real_texts_of_the_tuning_sets_alone():
+    """Measured on all 3,600 real texts read here: 1 changed ("Newsflash: ..." of the health tweets)."""
+    from dpkit.data import load_dataset
+    from dpkit.models.voice import strip_echo
+
+    changed = total = 0
+    for name, doc in (("rotten_tomatoes", "one-sentence movie review"), ("health_tweets", "health news tweet"),
+                      ("medical", "medical exam question")):
+        data = load_dataset(name, n_classes=2, max_per_class=600, seed=0, test_fraction=1 / 6)
+        labels = [str(n).replace("_", " ").capitalize() for n in data.label_names]
+        texts = list(data.train_texts) + list(data.test_texts)
+        total += len(texts)
+        changed += sum(strip_echo(t, doc, labels) != t for t in texts)
+    assert total >= 3000 and changed / total <= 0.001
+
+
+def test_the_pp_template_strips_the_echo_of_every_released_text_alike():
+    from dpkit.privpred.prompts import document_template
+
+    t = document_template("medical exam question")
+    assert t.finish("The medical exam question: How to prevent dental cavities", "Dental") == \
+        "How to prevent dental cavities"
+    assert t.finish("How to prevent dental cavities", "Dental") == "How to prevent dental cavities"
+    kept = document_template("medical exam question", strip_echo=False)
+    assert kept.finish("Dental: which tooth erupts first?", "Dental") == "Dental: which tooth erupts first?"
+    assert t.finish("Dental: which tooth erupts first?", "Dental") == "which tooth erupts first?"
+    tweets = document_template("health news tweet")
+    assert tweets.finish("Good Health: Eat greens every day.", "Goodhealth") == "Eat greens every day."
+    assert tweets.finish("Well: My stroke of luck today", "Goodhealth") == "Well: My stroke of luck today"
+    with pytest.raises(ParameterError):
+        from dpkit.models.voice import strip_echo
+        strip_echo("x: y z w", "a b")

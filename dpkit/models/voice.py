@@ -314,3 +314,52 @@ def redraw_reason(text: str, *, keyphrases: Sequence[str] = (), document_type: s
     if keyphrases and keyphrase_share(text, keyphrases) >= MAX_KEYPHRASE_SHARE:
         return "keyphrase_list"
     return None
+
+
+# ------------------------------------------------------------------ a leading echo of the instruction
+#: Words that may join the echoed document type and label name in a leading announcement
+#: ("The medical exam question is:", "Another review 2 -", "Label: Dental:").
+_ECHO_JOINERS = ("the", "a", "an", "this", "another", "one", "new", "my", "our", "here", "is", "with", "for", "of",
+                 "example", "sample")
+_SEPARATOR = r"\s*(?:[:|]|\s[-–—](?=\s))\s*"
+
+
+def _word_variants(word: str) -> str:
+    """A word of the document type as a pattern: itself, its plural, and longer forms ("exam" -> "examination")."""
+    return re.escape(word.lower()) + r"[\w-]*"
+
+
+def echo_pattern(document_type: str, labels: Sequence[str] = ()) -> re.Pattern:
+    """The public pattern of a leading echo: at the start of a text, one or more words of
+    ``document_type`` (each also with a longer ending: "exam" matches "examination") or of a label
+    name (also split by a space or hyphen: "Good Health" for "goodhealth"), mixed with articles and joiners (:data:`_ECHO_JOINERS`) and numbers, ending in a
+    colon, a bar or a spaced dash, repeated ("A medical exam question is: Surgery: ...", "Label: Dental:").
+    At least one word of the document type, "label" or a label name must occur (a bare "The:" is not an
+    echo)."""
+    words = {w for w in re.findall(r"[A-Za-z]+", str(document_type)) if len(w) > 2}
+    if not words:
+        raise ParameterError("document_type", document_type, "must contain a word of at least 3 letters")
+    words.add("label")
+    names = {w.lower() for label in labels for w in re.findall(r"[A-Za-z]+", str(label)) if len(w) > 1}
+    # a label name may come back split ("goodhealth" -> "Good Health", "Nytimes-Health")
+    patterns = [_word_variants(w) for w in words] + [r"[\s-]?".join(map(re.escape, n)) + "s?" for n in names]
+    own = "|".join(sorted(patterns, key=len, reverse=True))
+    joiner = "|".join(_ECHO_JOINERS) + r"|\d+[.)]?|#\d+"
+    unit = rf"(?:(?:{joiner})\s+)*(?:{own})(?:\s+(?:(?:{own})|(?:{joiner})))*{_SEPARATOR}"
+    return re.compile(rf"^\W*(?:{unit})+", re.IGNORECASE)
+
+
+def strip_echo(text: str, document_type: str, labels: Sequence[str] = (), *, min_words: int = MIN_WORDS) -> str:
+    """``text`` without a leading echo of its instruction (:func:`echo_pattern`): "The medical exam question:
+    How to prevent dental cavities" -> "How to prevent dental cavities". A text that would keep fewer than
+    ``min_words`` words is returned unchanged.
+
+    Post-processing: it reads the released text, the public document type and the public label
+    names only, so applying it to a differentially private output costs no privacy (in private
+    prediction, the same rule for every released text)."""
+    text = str(text)
+    match = echo_pattern(document_type, labels).match(text)
+    if match is None:
+        return text
+    rest = text[match.end():].lstrip(" \"'")
+    return rest if len(rest.split()) >= min_words else text

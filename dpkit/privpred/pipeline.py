@@ -420,7 +420,7 @@ def generate_synthetic(records: Sequence[str], template: PromptTemplate, config:
         record = done[batch.batch_id]
         out_batches.append({k: v for k, v in record.items() if k != "examples"})
         for ex in record["examples"]:
-            out_examples.append(SyntheticExample(template.finish(ex["text"]), batch.label, batch.batch_id,
+            out_examples.append(SyntheticExample(template.finish(ex["text"], name_of(batch.label)), batch.label, batch.batch_id,
                                                  bool(ex["complete"]), int(sum(ex["private"])),
                                                  len(ex["token_ids"])))
     if run is not None:

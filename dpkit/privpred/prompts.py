@@ -32,6 +32,7 @@ class PromptTemplate:
     output_prefix: str = ""
     public_user: str | None = None
     system: str | None = None   # public system message of every row (None: the model's own default)
+    document_type: str | None = None  # public: set, finish() strips a leading echo of it and of the label
 
     def _label(self, label: str | None) -> str:
         if "{label}" in self.user and not label:
@@ -57,9 +58,17 @@ class PromptTemplate:
             return lm.chat(message) + self.answer_prefix
         return lm.chat(message, system=self.system) + self.answer_prefix
 
-    def finish(self, generated: str) -> str:
-        """Put ``output_prefix`` back in front of a generated text."""
-        return self.output_prefix + generated
+    def finish(self, generated: str, label: str | None = None) -> str:
+        """Put ``output_prefix`` back in front of a generated text; with a ``document_type``, also drop a
+        leading echo of the instruction ("The medical exam question: ...", "Surgery: ...";
+        :func:`dpkit.models.voice.strip_echo`, reading the public document type and ``label`` name).
+        Post-processing of the released text, the same rule for every text: no privacy is spent."""
+        text = self.output_prefix + generated
+        if self.document_type is None:
+            return text
+        from dpkit.models.voice import strip_echo
+
+        return strip_echo(text, self.document_type, [label] if label else [])
 
 
 SENTIMENT = PromptTemplate(
@@ -125,13 +134,23 @@ def json_template(schema_text: str, first_field: str | None = None,
                           "```json\n" + start, start, public_user)
 
 
-def document_template(document_type: str, labelled: bool = True) -> PromptTemplate:
+#: Private prediction's opening of every row's answer: the announcement a small chat model writes
+#: anyway ("The medical exam question: ...") is already part of the prompt, and it continues a quoted
+#: document. ``{document_type}`` is filled in; the same public text for every row.
+PP_PREFILL = 'Here is the {document_type}:\n\n"'
+
+
+def document_template(document_type: str, labelled: bool = True, *, prefill: str | None = None,
+                      strip_echo: bool = True) -> PromptTemplate:
     """The prompt in the data's voice for a user's own texts of ``document_type`` (public text).
 
     A system message makes the model a writer of such documents (and replaces the chat
-    template's default assistant persona); the example is quoted and the answer opens with a
-    quotation mark, so the model continues a quoted document (:mod:`dpkit.models.voice`; a
-    release adds the closing mark and a new line as stop sequences). The label is named,
+    template's default assistant persona); the example is quoted and the answer opens with
+    ``prefill`` (default :data:`PP_PREFILL`: ``Here is the {document_type}:``, a blank line and a
+    quotation mark), so the model continues a quoted document (:mod:`dpkit.models.voice`; a
+    release adds the closing mark and a new line as stop sequences). ``strip_echo``: a released
+    text loses a leading echo of the document type or label (:meth:`PromptTemplate.finish`;
+    post-processing). The label is named,
     as in the seed paper's prompts (the label set is public). Every private row gets the
     same frame around its own record; the public row asks for a document of the type and
     label without an example (document type and label name only: no private data).
@@ -142,16 +161,21 @@ def document_template(document_type: str, labelled: bool = True) -> PromptTempla
             or "}" in document_type:
         raise ParameterError("document_type", document_type, "must be a non-empty description without braces")
     doc = " ".join(document_type.split())
+    answer = PP_PREFILL.format(document_type=doc) if prefill is None else prefill
+    if not isinstance(answer, str) or not answer or "{" in answer or "}" in answer:
+        raise ParameterError("prefill", prefill, "must be a non-empty text without braces")
+    echo = doc if strip_echo else None
     if labelled:
         return PromptTemplate(
             name="document-labelled",
             user=f"Here is a {doc} with Label: {{label}}.\n\n\"{{example}}\"\n\n"
                  f"Write another {doc} with Label: {{label}}.",
-            public_example="", answer_prefix='"', public_user=f"Write a {doc} with Label: {{label}}.",
-            system=voice_system(doc))
+            public_example="", answer_prefix=answer, public_user=f"Write a {doc} with Label: {{label}}.",
+            system=voice_system(doc), document_type=echo)
     return PromptTemplate(
         name="document", user=f"Here is a {doc}.\n\n\"{{example}}\"\n\nWrite another {doc}.",
-        public_example="", answer_prefix='"', public_user=f"Write a {doc}.", system=voice_system(doc))
+        public_example="", answer_prefix=answer, public_user=f"Write a {doc}.", system=voice_system(doc),
+        document_type=echo)
 
 
 def get_template(name: str) -> PromptTemplate:
