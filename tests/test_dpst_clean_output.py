@@ -16,6 +16,8 @@ def test_a_text_of_its_own_is_left_as_it_is():
     assert clean_output("Output text:  The bridge opened.") == "The bridge opened."
 
 
-def test_a_text_made_only_of_echoes_is_kept_rather_than_emptied():
+def test_a_text_made_only_of_echoes_becomes_the_fallback_or_stays():
     only = str(EXAMPLES[2][1]).split(":", 1)[1].strip()
     assert clean_output(only) == only
+    assert clean_output(only, fallback="the clinic opened. the ward closed") == "the clinic opened. the ward closed"
+    assert clean_output("A vote was held.", fallback="x") == "A vote was held."

@@ -73,3 +73,13 @@ def test_the_label_must_be_a_public_mark():
         reconstruction_messages(doc, label="Dental")  # a plain str is not a mark
     with pytest.raises(ParameterError):
         method.Config(epsilon=8.0, name_label="yes")
+
+
+def test_a_rewrite_that_only_echoes_the_examples_is_replaced_by_the_released_triples(toy):
+    class Echo(Capture):
+        def generate_batch(self, prompts, **generation):
+            return ["Fans celebrated in the square. The coach praised the players."] * len(prompts)
+
+    release = _release(False, Echo())
+    for text in release.texts():
+        assert "coach" not in text.lower() and text  # the document's triples, joined as text

@@ -129,11 +129,12 @@ def _plain(text: str) -> str:
 EXAMPLE_ANSWERS = tuple(_plain(str(answer)[len(ANSWER_PREFIX):]) for _, answer in EXAMPLES)
 
 
-def clean_output(text: str) -> str:
+def clean_output(text: str, fallback: str | None = None) -> str:
     """The rewrite without its answer prefix, without sentences copied from the worked examples
     (3+ words found inside an example's answer: "The coach praised the players.") and without a
-    sentence repeated verbatim. A public rule on the model's output (post-processing); a text
-    made only of such sentences is kept as it is."""
+    sentence repeated verbatim. A public rule on the model's output (post-processing). A text
+    made only of such sentences becomes ``fallback`` (:mod:`dpkit.methods.dpst` gives the
+    document's released triples joined as text), or stays as it is when ``fallback`` is None."""
     text = text.strip()
     if text.startswith(ANSWER_PREFIX):
         text = text[len(ANSWER_PREFIX):].strip()
@@ -144,7 +145,9 @@ def clean_output(text: str) -> str:
             continue
         seen.add(plain)
         kept.append(sentence)
-    return " ".join(kept) if kept else text
+    if kept:
+        return " ".join(kept)
+    return text if fallback is None else fallback
 
 
 def reconstruct(docs: Sequence[PrivateDocument], backend=None, *, max_new_tokens: int = 48,

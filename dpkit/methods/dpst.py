@@ -204,7 +204,8 @@ def synthesize(records: Records, config: Config, run, backend, seed_sequence: np
                                max_new_tokens=config.max_new_tokens, temperature=config.temperature,
                                seed=int_seed(seed_sequence, 2),
                                voice=reconstruction_voice(config.document_type) if config.voice else None)
-        outputs = [clean_output(texts[key]) for key in keys]
+        outputs = [clean_output(texts[key], fallback=". ".join(str(t) for t in triples))  # all echo: the triples
+                   for key, triples in zip(keys, released["triples"])]
     else:
         outputs = [". ".join(str(t) for t in triples) for triples in released["triples"]]
     out = []
