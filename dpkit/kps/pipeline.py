@@ -57,6 +57,16 @@ class KPSConfig:
     which ``vocabulary_share`` pays for the private vocabulary (:attr:`eps_voc`) and
     the rest for the per-class DP-KDEs (:attr:`eps_kde`). A configuration that
     extends this one (a release's, :class:`dpkit.methods.kps.Config`) adds fields only.
+
+    Small corpora (measured, epsilon 8, 1,000 training texts of each tuning set, 3 seeds): the
+    histogram's Laplace noise has scale ``S / eps_voc`` = 6.25 at these defaults, so the top ``N``
+    of 10,000 public words are mostly noise words -- only 7-18% of the private vocabulary (N 1000)
+    occurs in 3 or more training documents, and 6-11% of the sampled keyphrases occur in 3 or more
+    documents of their class (medical exam questions written about "chess" and "airlines"). The
+    public choice ``N=200, S=3, vocabulary_share=0.5`` raises that to 48-63% (N 100: 68-82%) on all
+    three sets; with the LLM at the comparison's sizes (L 6) the medical texts come back on topic
+    (k-NN precision +0.33, real-vs-synthetic AUROC -0.09), but on health tweets and Rotten Tomatoes the texts get less diverse (k-NN recall
+    -0.11 / -0.39, AUROC +0.15 / +0.09): so it is an option, not the default (issue 33).
     """
 
     epsilon: float                 # the total pure-DP budget: eps_voc + eps_kde
