@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import importlib.abc
+import importlib.util
 import json
 import os
 import sys
@@ -93,12 +95,43 @@ def default_threads() -> int:
     return max(1, min(8, cores))
 
 
-def set_threads(n: int | None = None) -> int:
-    """Set torch's intra-op threads (``DPKIT_THREADS`` overrides); return the count used."""
-    import torch
+class _TorchThreadsOnImport(importlib.abc.MetaPathFinder):
+    """Sets torch's intra-op threads the moment torch is imported (at most one in ``sys.meta_path``).
 
+    A process that never uses torch (a notebook on the DP mechanisms alone) then never loads it:
+    importing torch costs ~2.5 CPU-s.
+    """
+
+    def __init__(self, threads: int):
+        self.threads = threads
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "torch":
+            return None
+        sys.meta_path.remove(self)  # one import of torch per process: find the real module without this finder
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.loader is not None:
+            exec_module, threads = spec.loader.exec_module, self.threads
+
+            def exec_and_set_threads(module):
+                exec_module(module)
+                module.set_num_threads(threads)
+
+            spec.loader.exec_module = exec_and_set_threads
+        return spec
+
+
+def set_threads(n: int | None = None) -> int:
+    """Set torch's intra-op threads (``DPKIT_THREADS`` overrides); return the count used.
+
+    If torch is not imported yet, the count is applied when it is (see :class:`_TorchThreadsOnImport`).
+    """
     n = int(os.environ.get("DPKIT_THREADS", n or default_threads()))
-    torch.set_num_threads(n)
+    sys.meta_path[:] = [finder for finder in sys.meta_path if not isinstance(finder, _TorchThreadsOnImport)]
+    if "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(n)
+    else:
+        sys.meta_path.insert(0, _TorchThreadsOnImport(n))
     return n
 
 
