@@ -31,7 +31,7 @@ SECONDS = {
     "tests/test_pp_llamacpp.py": 87, "tests/test_pp_grammar.py": 32, "tests/test_models_llamacpp_rows.py": 23,
     "tests/test_models_llamacpp.py": 21, "tests/test_backends_local.py": 16, "tests/test_models.py": 16,
     # single tests
-    "tests/test_derivations_nbval.py::test_derivation_chapters_run_on_their_defaults": 127,
+    "tests/test_derivations_nbval.py::test_derivation_chapters_run_on_their_defaults": 70,
     "tests/test_pp_executors.py::test_completion_order_changes_neither_the_release_nor_the_run": 44,
     "tests/test_runs_failures.py::test_a_file_size_limit_exits_1_keeps_the_run_and_the_resume_charges_once[6000]": 30,
     "tests/test_runs_failures.py::test_a_file_size_limit_exits_1_keeps_the_run_and_the_resume_charges_once[20000]": 27,
