@@ -5,7 +5,7 @@ FiQA's opinion-based financial questions (Maia et al. 2018; posts from StackExch
 Investment forum and Reddit) and MedicationQA's consumer questions about medicines
 (Ben Abacha et al. 2019; questions sent to the U.S. National Library of Medicine). Joined,
 they make a topic task that real data learns easily, unlike party labels on speeches, so
-the issue's accuracy target can be checked on data nobody tuned on (``data/HOLDOUT.md``).
+a method's accuracy can be checked on data nobody tuned on (``data/HOLDOUT.md``).
 """
 
 from __future__ import annotations
