@@ -67,7 +67,7 @@ class KPSConfig:
     three sets; with the LLM at the comparison's sizes (L 6) the medical texts come back on topic
     (k-NN precision +0.33, real-vs-synthetic AUROC -0.09), but on health tweets and Rotten Tomatoes
     the texts get less diverse (k-NN recall -0.11 / -0.39, AUROC +0.15 / +0.09): so it is an
-    option, not the default (issue 33). The medical vocabulary (``vocabulary="medical"``) is as
+    option, not the default. The medical vocabulary (``vocabulary="medical"``) is as
     noisy (7% of its N 1000 terms are in the data; ICD external-cause phrases such as "sidewalk curb"
     enter the prompts), but its noise terms are medical, so the medical texts stay medical: at the
     comparison's sizes k-NN precision 0.81 and AUROC 0.86, against 0.46 and 0.96 with English words.
