@@ -34,7 +34,8 @@ def test_bad_file_is_refused_naming_the_parameter(tmp_path, case):
     path, why = _bad_files(tmp_path)[case]
     with pytest.raises(ParameterError) as err:
         Config(epsilon=8.0, public_corpus=str(path))
-    assert err.value.name == "public_corpus" and why in str(err.value) and str(path) in str(err.value)
+    # a long value is shortened in the middle of the message (xdist's temporary paths are long): its name stays
+    assert err.value.name == "public_corpus" and why in str(err.value) and path.name in str(err.value)
     assert "UTF-8 text file of public texts, one per line" in str(err.value)
 
 
