@@ -117,7 +117,8 @@ def summarize(rows: list[dict]) -> dict:
             continue
         ba = [r["evaluation"]["balanced_accuracy"]["estimate"] for r in done]
         mean, low, high = t_interval(ba)
-        summary[method] = {"runs": len(done), "balanced_accuracy": [round(mean, 3), round(low, 3), round(high, 3)],
+        bounds = [None if math.isnan(v) else round(v, 3) for v in (mean, low, high)]  # one run: no t interval
+        summary[method] = {"runs": len(done), "balanced_accuracy": bounds,
                            "wall_s": [r["wall_s"] for r in done],
                            "within_15_min": all(r["wall_s"] <= TARGET_S for r in done)}
     return summary
