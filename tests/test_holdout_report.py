@@ -35,3 +35,10 @@ def test_the_readme_quotes_the_stored_holdout_table():
     table = holdout_table(stored.load_cells(ROOT / "holdout"))
     readme = (ROOT.parents[1] / "README.md").read_text()
     assert table in readme
+
+
+@pytest.mark.skipif(not (ROOT / "holdout-questions").exists(), reason="the holdout-questions preset is not stored")
+def test_the_readme_quotes_the_stored_held_out_questions_table():
+    table = holdout_table(stored.load_cells(ROOT / "holdout-questions"))
+    assert table.splitlines()[2].startswith("| online_questions (held out) | real data |")
+    assert table in (ROOT.parents[1] / "README.md").read_text()
