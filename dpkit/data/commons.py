@@ -8,13 +8,12 @@ on last (``data/HOLDOUT.md``).
 from __future__ import annotations
 
 import zipfile
-from collections import Counter
 from functools import lru_cache
 
 import ftfy
 import pandas as pd
 
-from .dataset import Dataset, check_split_args, clean_records, split_largest_named_classes
+from .dataset import Dataset, check_split_args, class_counts, clean_records, split_largest_named_classes
 from .files import data_path
 from ..validate import check_int
 
@@ -51,8 +50,7 @@ def _records(min_words: int) -> tuple[tuple[str, str], ...]:
 
 def commons_party_counts(min_words: int = 10) -> dict[str, int]:
     """Speeches per party after cleaning (as :func:`load_commons_speeches`), largest first."""
-    counts = Counter(label for _, label in _records(check_int("min_words", min_words, minimum=0)))
-    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+    return class_counts(_records(check_int("min_words", min_words, minimum=0)))
 
 
 def load_commons_speeches(n_classes: int | None = 2, max_per_class: int | None = None,

@@ -125,6 +125,12 @@ def check_split_args(test_fraction, seed, max_per_class, max_documents) -> tuple
     return test_fraction, seed, max_per_class, max_documents
 
 
+def class_counts(records) -> dict[str, int]:
+    """Records per class name of ``(text, class name)`` pairs, largest class first (ties by name)."""
+    counts = Counter(label for _, label in records)
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
 def largest_classes(counts: Counter, n_classes: int | None, *, available_note: str = "") -> list:
     """The ``n_classes`` labels with most examples (ties by name), in that order."""
     ranked = sorted(counts, key=lambda k: (-counts[k], str(k)))

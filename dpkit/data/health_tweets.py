@@ -5,10 +5,9 @@ from __future__ import annotations
 import html
 import re
 import zipfile
-from collections import Counter
 from functools import lru_cache
 
-from .dataset import Dataset, check_split_args, clean_records, split_largest_named_classes
+from .dataset import Dataset, check_split_args, class_counts, clean_records, split_largest_named_classes
 from .files import data_path
 from ..validate import ParameterError, check_int
 
@@ -41,9 +40,7 @@ def health_tweet_outlet_counts(strip_urls: bool = True, min_words: int = 3) -> d
     """Tweets per outlet after cleaning (as :func:`load_health_tweets`), largest first."""
     if not isinstance(strip_urls, bool):
         raise ParameterError("strip_urls", strip_urls, "must be True or False")
-    counts = Counter(label for _, label in _kept(strip_urls, check_int("min_words", min_words,
-                                                                         minimum=0)))
-    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+    return class_counts(_kept(strip_urls, check_int("min_words", min_words, minimum=0)))
 
 
 def load_health_tweets(n_classes: int | None = None, max_per_class: int | None = None,

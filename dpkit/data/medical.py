@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import json
-from collections import Counter
 from functools import lru_cache
 
-from .dataset import Dataset, check_split_args, clean_records, split_largest_named_classes
+from .dataset import Dataset, check_split_args, class_counts, clean_records, split_largest_named_classes
 from .files import data_path
 from ..validate import ParameterError
 
@@ -44,8 +43,7 @@ def _records(with_options: bool) -> tuple[tuple[str, str], ...]:
 
 def medical_specialty_counts() -> dict[str, int]:
     """Questions per specialty after cleaning (all 20 named MedMCQA subjects), largest first."""
-    counts = Counter(label for _, label in _records(False))
-    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+    return class_counts(_records(False))
 
 
 def load_medical_specialties(n_classes: int = 5, max_per_class: int | None = None,

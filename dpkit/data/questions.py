@@ -11,10 +11,9 @@ a method's accuracy can be checked on data nobody tuned on (``data/HOLDOUT.md``)
 from __future__ import annotations
 
 import json
-from collections import Counter
 from functools import lru_cache
 
-from .dataset import Dataset, check_split_args, clean_records, split_largest_named_classes
+from .dataset import Dataset, check_split_args, class_counts, clean_records, split_largest_named_classes
 from .files import data_path
 from ..validate import check_int
 
@@ -35,8 +34,7 @@ def _records(min_words: int) -> tuple[tuple[str, str], ...]:
 
 def question_topic_counts(min_words: int = 3) -> dict[str, int]:
     """Questions per topic after cleaning (as :func:`load_online_questions`), largest first."""
-    counts = Counter(label for _, label in _records(check_int("min_words", min_words, minimum=0)))
-    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+    return class_counts(_records(check_int("min_words", min_words, minimum=0)))
 
 
 def load_online_questions(n_classes: int | None = 2, max_per_class: int | None = None,
