@@ -42,3 +42,9 @@ def test_the_readme_quotes_the_stored_held_out_questions_table():
     table = holdout_table(stored.load_cells(ROOT / "holdout-questions"))
     assert table.splitlines()[2].startswith("| online_questions (held out) | real data |")
     assert table in (ROOT.parents[1] / "README.md").read_text()
+
+
+@pytest.mark.skipif(not (ROOT / "holdout-after").exists(), reason="the tuning sets' rerun is not stored")
+def test_the_readme_quotes_the_tuning_sets_after_the_last_round():
+    table = holdout_table(stored.load_cells(ROOT / "holdout-after"))
+    assert table in (ROOT.parents[1] / "README.md").read_text()
