@@ -40,8 +40,10 @@ import numpy as np
 from dpkit.kps.ensembles import ENSEMBLES, KDEEnsemble, build_ensemble, ensemble_contracts
 from dpkit.kps.kde import DPKDE, dpkde_mechanism, kde_sketch, privatize_sketch
 from dpkit.kps.rff import RandomFourierFeatures
-from dpkit.kps.sequences import CHOICES, independent_sequences, iterative_sequences
-from dpkit.kps.vocabulary import PhraseMatcher, PrivateVocabulary, histogram_mechanism, private_vocabulary
+from dpkit.kps.kde import normalize_scores
+from dpkit.kps.sequences import CHOICES, contrast_probabilities, draw_sequences, independent_sequences, iterative_sequences
+from dpkit.kps.vocabulary import (PhraseMatcher, PrivateVocabulary, histogram_mechanism, noise_threshold,
+                                  private_vocabulary)
 from dpkit.privacy import Charge, PrivacyLedger
 from dpkit.validate import (ParameterError, check_choice, check_in_range, check_int, check_positive, check_rng,
                             check_unit_norm)
@@ -74,18 +76,21 @@ class KPSConfig:
     """
 
     epsilon: float                 # the total pure-DP budget: eps_voc + eps_kde
-    vocabulary_share: float = 0.2  # part of epsilon for the private vocabulary, the rest for the DP-KDEs
-    S: int = 10                    # terms per document in the vocabulary histogram
-    N: int = 1000                  # private vocabulary size
+    vocabulary_share: float = 0.3  # part of epsilon for the private vocabulary, the rest for the DP-KDEs
+    S: int = 3                     # terms per document in the vocabulary histogram (short texts: 3)
+    N: int = 1000                  # private vocabulary size (a cap once noise_terms is set)
     L: int = 10                    # keyphrases per sequence
     method: str = "independent"    # or "iterative"
     ensemble: str = "logarithmic"  # iterative only: or "linear"
     choice: str = "sample"         # iterative only: sample by score or take the best
-    n_features: int = 2048         # random Fourier features I
-    bandwidth: float = 1.0         # sigma_0 for single unit-norm embeddings
+    n_features: int = 256          # random Fourier features I (score noise std 2 sqrt(I) / eps_kde)
+    bandwidth: float = 0.5         # sigma_0 for single unit-norm embeddings (1.0 makes the class KDEs flat)
     windows: str = "all"           # iterative only: which length-D windows of a document feed a member
     distinct: bool = True          # iterative only: no repeated keyphrase within a sequence
     max_chars: int = 100_000       # public cap: each document is cut to its first max_chars characters
+    noise_terms: float | None = 10.0  # noise-aware vocabulary size: expected pure-noise terms allowed (None: top N)
+    shared_features: bool = True   # independent only: one public random-feature draw for every class's DP-KDE
+    contrast: float = 2.0          # independent only: tilt towards terms a class scores above the classes' mean
 
     def __post_init__(self):
         check_positive("epsilon", self.epsilon)
@@ -99,6 +104,11 @@ class KPSConfig:
         check_int("n_features", self.n_features, minimum=1)
         check_positive("bandwidth", self.bandwidth)
         check_int("max_chars", self.max_chars, minimum=1)
+        if self.noise_terms is not None:
+            check_positive("noise_terms", self.noise_terms)
+        if not isinstance(self.shared_features, bool):
+            raise ParameterError("shared_features", self.shared_features, "must be True or False")
+        check_positive("contrast", self.contrast, allow_zero=True)
 
     @property
     def eps_voc(self) -> float:
@@ -110,9 +120,24 @@ class KPSConfig:
         """The per-class DP-KDEs' budget (parallel over the classes): ``epsilon - eps_voc``."""
         return self.epsilon - self.eps_voc
 
+    def vocabulary_threshold(self, vocabulary_size: int) -> float | None:
+        """The noisy-count threshold of the noise-aware vocabulary size (public parameters only; None: off)."""
+        if self.noise_terms is None:
+            return None
+        return noise_threshold(self.S, self.eps_voc, vocabulary_size, self.noise_terms)
+
     def public_rules(self) -> dict[str, str]:
         """The data-independent rules that decide what happens to unusual private inputs."""
-        return {
+        rules = {}
+        if self.noise_terms is not None:
+            rules["vocabulary_size"] = (
+                f"of the top N={self.N} noisy counts, only terms whose noisy count is at least "
+                f"(S / eps_voc) ln(|V| / (2 * {self.noise_terms:g})) are released (at most {self.noise_terms:g} "
+                f"pure-noise terms expected), never fewer than L={self.L}; post-processing of the noisy histogram")
+        if self.method == "independent" and self.contrast:
+            rules["contrast"] = (f"each class samples keyphrases from its DP-KDE's distribution tilted by "
+                                 f"(its / the classes' mean)^{self.contrast:g}; post-processing of the released DP-KDEs")
+        return rules | {
             "long_document": f"each document is cut to its first {self.max_chars} characters before matching",
             "document_without_terms": "adds nothing to the vocabulary histogram or to any DP-KDE",
             "empty_class": "a class with no documents gets the DP-KDE of zero documents: all-zero sketch "
@@ -143,10 +168,22 @@ class KPSModel:
         """``(n, L)`` keyphrase ids for class ``label`` (post-processing)."""
         label = check_int("label", label, minimum=0, maximum=len(self.label_names) - 1)
         cfg = self.config
+        if cfg.method == "independent" and cfg.contrast:
+            return draw_sequences(self.class_probabilities()[label], n, cfg.L, rng)
         if cfg.method == "independent":
             return independent_sequences(self.class_kdes[label], self.embeddings, n, cfg.L, rng)
         return iterative_sequences(self.class_kdes[label], self.embeddings, n, rng, choice=cfg.choice,
                                    distinct=cfg.distinct)
+
+    def class_probabilities(self) -> np.ndarray:
+        """``(n_classes, |vocabulary|)``: each class's keyphrase distribution (independent method), the
+        normalized DP-KDE scores tilted by ``config.contrast`` (:func:`~dpkit.kps.sequences.contrast_probabilities`);
+        a function of the released DP-KDEs only."""
+        if self.config.method != "independent":
+            raise ParameterError("method", self.config.method, "class_probabilities needs method='independent'")
+        P = np.stack([normalize_scores(self.class_kdes[c].scores(self.embeddings))
+                      for c in range(len(self.label_names))])
+        return contrast_probabilities(P, self.config.contrast)
 
     def marked_terms(self) -> list:
         """The vocabulary terms as :class:`~dpkit.privacy.marks.Privatized` text.
@@ -255,7 +292,8 @@ def fit_kps(texts: Sequence[str], labels: Sequence[int], label_names: Sequence[s
 
     charges = [ledger.charge(vocabulary_charge)]
     texts = [text[:config.max_chars] for text in texts]  # public cap (KPSConfig.public_rules)
-    vocab = private_vocabulary(texts, matcher, config.S, config.N, config.eps_voc, rng)
+    vocab = private_vocabulary(texts, matcher, config.S, config.N, config.eps_voc, rng,
+                               noise_terms=config.noise_terms, min_terms=config.L)
     _check_released("vocabulary", vocab.contract, vocabulary_contract)
     embeddings = check_unit_norm("embeddings", np.asarray(embedder.encode(vocab.terms), dtype=np.float64))
 
@@ -266,9 +304,12 @@ def fit_kps(texts: Sequence[str], labels: Sequence[int], label_names: Sequence[s
     else:
         keyphrases = list(keyphrases)
     kdes: dict[int, DPKDE | KDEEnsemble] = {}
+    shared = None  # public randomness: one draw of the random features for every class
+    if config.method == "independent" and config.shared_features:
+        shared = RandomFourierFeatures(embeddings.shape[1], config.n_features, config.bandwidth, rng)
     for label in range(n_classes):
         if config.method == "independent":
-            kdes[label] = _single_kde(term_weights[label], embeddings, config, rng)
+            kdes[label] = _single_kde(term_weights[label], embeddings, config, rng, features=shared)
             released = [kdes[label].contract]
         else:
             docs = [keyphrases[i] for i in np.flatnonzero(labels == label)]
@@ -309,13 +350,15 @@ def class_term_weights(keyphrases: Iterable[list[int]], labels: np.ndarray, n_cl
 
 
 def _single_kde(term_weights: np.ndarray, embeddings: np.ndarray, config: KPSConfig,
-                rng: np.random.Generator) -> DPKDE:
+                rng: np.random.Generator, features: RandomFourierFeatures | None = None) -> DPKDE:
     """One DP-KDE over all single keyphrases of a class; each document's keyphrases share weight 1.
 
     ``term_weights``: the class's summed weight per vocabulary term (:func:`class_term_weights`);
-    a document's total weight is 1, which the sensitivity assumes.
+    a document's total weight is 1, which the sensitivity assumes. ``features``: a public draw
+    shared with the other classes (``config.shared_features``); data-independent either way.
     """
-    features = RandomFourierFeatures(embeddings.shape[1], config.n_features, config.bandwidth, rng)
+    if features is None:  # a fresh public draw for this class
+        features = RandomFourierFeatures(embeddings.shape[1], config.n_features, config.bandwidth, rng)
     exact = np.zeros(config.n_features)
     if term_weights.any():
         exact = kde_sketch(embeddings, features, term_weights)

@@ -3,6 +3,9 @@
 * :func:`one_keyphrase` / :func:`independent_sequences`: query the DP-KDE at every
   term of the private vocabulary, clip negative scores at 0, normalize, and draw
   (``L`` i.i.d. draws per sequence for independent sequences).
+* :func:`contrast_probabilities`: optionally tilt each class's distribution towards
+  the terms where its DP-KDE scores higher than the classes' average (``contrast``
+  gamma; 0 is the paper's rule).  It reads only the released DP-KDEs of all classes.
 * :func:`iterative_sequences`: build each sequence one keyphrase at a time; step
   ``i`` scores every prefix-plus-candidate with the ensemble member for length
   ``i`` (:mod:`dpkit.kps.ensembles`) and either samples by score (``choice="sample"``)
@@ -47,8 +50,39 @@ def independent_sequences(kde: DPKDE, embeddings, n_sequences: int, L: int, rng:
     embeddings = check_unit_norm("embeddings", embeddings)
     n_sequences = check_int("n_sequences", n_sequences, minimum=1)
     L = check_int("L", L, minimum=1)
-    p = normalize_scores(kde.scores(embeddings))
-    return rng.choice(len(p), size=(n_sequences, L), p=p)
+    return draw_sequences(normalize_scores(kde.scores(embeddings)), n_sequences, L, rng)
+
+
+def draw_sequences(probabilities: np.ndarray, n_sequences: int, L: int, rng: np.random.Generator) -> np.ndarray:
+    """``(n_sequences, L)`` i.i.d. draws from one probability vector over the vocabulary."""
+    check_rng("rng", rng)
+    p = np.asarray(probabilities, dtype=float)
+    return rng.choice(len(p), size=(check_int("n_sequences", n_sequences, minimum=1), check_int("L", L, minimum=1)),
+                      p=p)
+
+
+def contrast_probabilities(probabilities: np.ndarray, contrast: float) -> np.ndarray:
+    """Each class's sampling distribution tilted by its ratio to the classes' mean (post-processing).
+
+    ``probabilities``: ``(n_classes, |V|)``, each row the normalized DP-KDE scores of a class
+    (:func:`~dpkit.kps.kde.normalize_scores`).  Returns rows ``q_c(t) ∝ p_c(t) (p_c(t) / pbar(t))^contrast``,
+    ``pbar`` the mean over the classes: ``contrast`` 0 returns the rows unchanged (the paper), and
+    with one class every ratio is 1.  A term no class scores above 0 keeps probability 0; a row
+    that the tilt would leave empty stays as it was.  The rows depend only on the released DP-KDEs.
+    """
+    P = np.asarray(probabilities, dtype=float)
+    if P.ndim != 2 or not np.all(np.isfinite(P)) or P.min() < 0:
+        raise ParameterError("probabilities", P, "must be an (n_classes, vocabulary) array of probabilities")
+    contrast = float(contrast)
+    if not np.isfinite(contrast) or contrast < 0:
+        raise ParameterError("contrast", contrast, "must be a number >= 0 (0: sample by the DP-KDE, as the paper)")
+    if contrast == 0:
+        return P.copy()
+    mean = P.mean(axis=0, keepdims=True)
+    ratio = np.divide(P, mean, out=np.zeros_like(P), where=mean > 0)
+    Q = P * ratio ** contrast
+    total = Q.sum(axis=1, keepdims=True)
+    return np.where(total > 0, Q / np.where(total > 0, total, 1.0), P)
 
 
 def naive_step_scores(kde: DPKDE, n_blocks: int, embeddings: np.ndarray, prefix: list[int]) -> np.ndarray:

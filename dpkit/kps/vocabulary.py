@@ -16,11 +16,18 @@ Mechanism
 2. Count them over the whole public vocabulary ``V``.
 3. Add Laplace noise of scale ``S / eps_voc`` to every entry, zero counts included.
 4. Keep the ``N`` entries with the highest noisy counts.
+5. Optional noise-aware size (``noise_terms`` = m, a public number): of those ``N``, keep only
+   the entries whose noisy count is at least :func:`noise_threshold` ``T = b ln(|V| / (2 m))``,
+   ``b = S / eps_voc``, but always the best ``min_terms``.  A term that no document
+   contains passes ``T`` with probability ``exp(-T / b) / 2 = m / |V|``, so at most ``m``
+   pure-noise terms are expected in the release, whatever the data.  ``T`` depends on
+   public parameters only, and the step reads nothing but the noisy counts.
 
 Neighbouring relation: add/remove one document.  A document contributes at most
 ``S`` to the counts in total, so adding or removing it moves the histogram by at
-most ``S`` in L1 norm: the sensitivity is ``S`` (tested by brute force).  Step 4
-is post-processing, so the vocabulary is ``eps_voc``-DP.
+most ``S`` in L1 norm: the sensitivity is ``S`` (tested by brute force).  Steps 4
+and 5 are post-processing of the noisy histogram, so the vocabulary is ``eps_voc``-DP
+either way (the released size ``|vocabulary|`` is a function of the noisy counts too).
 
 Audit hook: :func:`release_noisy_histogram` takes ``noise_scale`` to override
 ``S / eps_voc`` (e.g. half of it); the returned contract states the epsilon that
@@ -194,9 +201,36 @@ def top_n(noisy_counts: np.ndarray, N: int) -> np.ndarray:
     return order[:N]
 
 
+def noise_threshold(S: int, eps_voc: float, vocabulary_size: int, noise_terms: float) -> float:
+    """Step 5's threshold ``T = (S / eps_voc) ln(vocabulary_size / (2 noise_terms))``, public parameters only.
+
+    A term whose true count is 0 has noisy count ``Laplace(S / eps_voc)``, which is ``>= T``
+    with probability ``exp(-T eps_voc / S) / 2 = noise_terms / vocabulary_size``: over the
+    public vocabulary at most ``noise_terms`` such terms pass in expectation.
+    ``noise_terms >= vocabulary_size / 2`` gives ``T <= 0``.
+    """
+    S = vocabulary_sensitivity(S)
+    eps_voc = check_positive("eps_voc", eps_voc)
+    vocabulary_size = check_int("vocabulary_size", vocabulary_size, minimum=1)
+    noise_terms = check_positive("noise_terms", noise_terms)
+    return float(S / eps_voc * np.log(vocabulary_size / (2.0 * noise_terms)))
+
+
+def select_terms(noisy_counts: np.ndarray, N: int, threshold: float | None = None, min_terms: int = 1) -> np.ndarray:
+    """Steps 4-5 (post-processing of the noisy counts only): the top ``N`` indices, largest first,
+    cut to those with noisy count ``>= threshold`` but never fewer than ``min(min_terms, N)``."""
+    chosen = top_n(noisy_counts, N)
+    if threshold is None:
+        return chosen
+    min_terms = check_int("min_terms", min_terms, minimum=1)
+    passing = int(np.count_nonzero(np.asarray(noisy_counts, dtype=float)[chosen] >= float(threshold)))
+    return chosen[:max(passing, min(min_terms, len(chosen)))]
+
+
 def private_vocabulary(texts: Sequence[str], vocabulary: Sequence[str] | PhraseMatcher, S: int, N: int,
-                       eps_voc: float, rng: np.random.Generator, *, distinct: bool = True) -> PrivateVocabulary:
-    """Steps 1-4 of the module docstring on ``texts`` (the private documents)."""
+                       eps_voc: float, rng: np.random.Generator, *, distinct: bool = True,
+                       noise_terms: float | None = None, min_terms: int = 1) -> PrivateVocabulary:
+    """Steps 1-5 of the module docstring on ``texts`` (the private documents); step 5 only with ``noise_terms``."""
     check_rng("rng", rng)
     if isinstance(texts, str):
         raise ParameterError("texts", texts, "must be a sequence of documents, not one string")
@@ -208,9 +242,10 @@ def private_vocabulary(texts: Sequence[str], vocabulary: Sequence[str] | PhraseM
     N = check_int("N", N, minimum=1)
     if N > len(matcher):
         raise ParameterError("N", N, f"must be <= the public vocabulary size ({len(matcher)})")
+    threshold = None if noise_terms is None else noise_threshold(S, eps_voc, len(matcher), noise_terms)
     term_lists = (matcher.first_terms(t, S, distinct) for t in texts)  # one document at a time
     noisy, contract = release_noisy_histogram(term_lists, len(matcher), S, eps_voc, rng)
-    chosen = top_n(noisy, N)
+    chosen = select_terms(noisy, N, threshold, min_terms)
     return PrivateVocabulary([matcher.terms[i] for i in chosen], noisy[chosen], contract, S)
 
 
