@@ -144,3 +144,16 @@ def test_contrast_separates_the_classes_sequences_at_high_epsilon():
     cardio = [t for s in model.sequences(1, 50, np.random.default_rng(2)) for t in s]
     assert np.mean([t in ("tooth", "gum", "enamel") for t in dental]) > 0.9
     assert np.mean([t in ("heart", "lung", "murmur") for t in cardio]) > 0.9
+
+
+def test_release_config_records_the_new_rules():
+    from dpkit.methods import kps
+    from dpkit.methods.base import config_dict
+
+    config = kps.Config(epsilon=8.0)
+    recorded = config_dict(config)
+    assert {"noise_terms": 10.0, "shared_features": True, "contrast": 2.0, "S": 3, "vocabulary_share": 0.3,
+            "n_features": 256, "bandwidth": 0.5}.items() <= recorded.items()
+    assert {"vocabulary_size", "contrast"} <= set(config.public_rules())
+    with pytest.raises(ParameterError, match="noise_terms"):
+        kps.Config(epsilon=8.0, noise_terms=-3)
