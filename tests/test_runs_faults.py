@@ -8,8 +8,9 @@
   file, a deleted ``mark_key``, an extra file, a deleted file) is caught by
   ``verify_folder`` and refused by the resume with exit 2 and one line naming the file.
 
-kps and dpst run with a fake text generator (their private part is real); pp decodes on
-the bundled tiny model, as ``python -m dpkit synth pp --smoke`` does.
+kps and dpst run with a fake text generator, kps also with a fake embedder (their private
+mechanisms are real); pp decodes on the bundled tiny model, as ``python -m dpkit synth pp
+--smoke`` does.
 """
 
 from __future__ import annotations
@@ -27,18 +28,39 @@ import pytest
 from dpkit.runs import RunCorruptError, verify_folder
 
 SAMPLE = "data/own_data_sample.csv"
-# pp: the first four rows of each label of SAMPLE (12 rows, 3 batches, so 3 records). pp's cost is the prefill
-# of every prompt on the local model (SAMPLE's 48 smoke rows: ~38 CPU-s a run, 12 rows: ~14); every checkpoint
-# below is still reached (one ledger entry, three records, a release), and the kill, resume and comparison
-# with the uninterrupted run are the same as with SAMPLE.
-PP_SAMPLE = "tests/data/own_data_small.csv"
+# pp: the first two rows of each label of SAMPLE (6 rows, 3 batches, so 3 records). pp's cost is the prefill
+# of every prompt on the local model (SAMPLE's 48 smoke rows: ~38 CPU-s a run, 12 rows: ~14, 6 rows less); every
+# checkpoint below is still reached (one ledger entry, three records, a release), and the kill, resume and
+# comparison with the uninterrupted run are the same as with SAMPLE.
+PP_SAMPLE = "tests/data/own_data_tiny.csv"
 # each test runs the CLI two or three times (pp decodes on the local model): room for a busy machine
 pytestmark = pytest.mark.timeout(1800)
 ROOT = Path(__file__).resolve().parents[1]
 
-# kps and dpst: the real CLI, with a deterministic fake text generator in place of the LLM
+# kps and dpst: the real CLI, with a deterministic fake text generator in place of the LLM; kps also with a fake
+# embedder in place of MiniLM (hashed unit vectors for the released vocabulary's terms): the run folder, the ledger
+# and the checkpoints are under test, and each kps run then skips importing sentence-transformers and loading the
+# model (~3 of its ~7 CPU-s). dpst keeps MiniLM: its public triple corpus is cached under the user's cache folder,
+# which a fake embedder must never write. The real embedder in a kps run: tests/test_readme_own_data.py.
 FAKE_DRIVER = """
 import sys
+import zlib
+
+import numpy as np
+
+if "kps" in sys.argv[1:3]:
+    import dpkit.models.embed
+
+    class FakeEmbedder:
+        name, dim = "fake-hashed-terms", 384
+
+        def encode(self, texts, batch_size=64, progress=False):
+            rows = [np.random.default_rng(zlib.crc32(t.encode())).normal(size=self.dim) for t in texts]
+            vectors = np.asarray(rows, dtype=np.float32).reshape(len(rows), self.dim)
+            return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+    dpkit.models.embed.load_embedder = lambda *a, **k: FakeEmbedder()   # before any module imports the name
+
 import dpkit.backends
 
 class Fake:
