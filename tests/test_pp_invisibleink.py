@@ -340,15 +340,19 @@ def test_adding_a_prompt_moves_the_dclip_sum_by_its_own_row_only(lm):
 def test_replay_and_memory_bounds_give_the_same_tokens(lm):
     from dpkit.privpred import decode_batch
 
-    private, public = _prompts(lm, REVIEWS)
-    batch = private + private[:2]
+    # 4 rows (the long review among them) and 6 private tokens in 2 examples of 3: with cache_rows 1 three rows
+    # are replayed from their text at every step, with (2, 3) two are, in chunks of 3 and 1; a finished example
+    # restarts every row. Replay re-encodes a row's whole prompt at every step, so the prompts are the bare
+    # reviews (no chat template: ~10 tokens, not ~60); what is compared, the tokens, does not depend on them.
+    batch, public = [f"Review: {text}\nSentiment:" for text in REVIEWS], "Review:"
     outputs = []
+    settings = dict(max_private_tokens=6, max_new_tokens=3)
     for cache_rows, chunk_rows in ((16, 8), (1, 1), (2, 3), (16, 8)):
-        res = decode_batch(lm, batch, public, _settings(private_cache_rows=cache_rows, private_chunk_rows=chunk_rows),
-                           np.random.default_rng(11))
+        res = decode_batch(lm, batch, public, _settings(private_cache_rows=cache_rows, private_chunk_rows=chunk_rows,
+                                                        **settings), np.random.default_rng(11))
         outputs.append(res.to_record())
     assert outputs[0] == outputs[1] == outputs[2] == outputs[3]
-    assert outputs[0]["private_tokens"] > 0
+    assert outputs[0]["private_tokens"] == 6 and len(outputs[0]["examples"]) >= 2
     rows = _private_rows(lm, batch, cache_rows=2, chunk_rows=1)
     assert len(rows.kept) == 2          # at most cache_rows keep a cache, whatever the batch's size
 

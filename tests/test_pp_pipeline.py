@@ -86,7 +86,10 @@ def _prompts(lm, n):
 
 @pytest.mark.slow
 def test_kv_cache_decoding_matches_reencoding_and_uses_one_pass_per_token(lm):
-    private, public = _prompts(lm, 3)
+    # bare prompts (no chat template: ~8 tokens each, not ~60): without the cache every step re-encodes every
+    # row from its start, and the comparison of the two paths does not depend on the prompts' length
+    reviews = ["A warm, funny film.", "Great acting.", "I loved it."]
+    private, public = [f"Review: {x}\nSentiment: Positive\nText:" for x in reviews], "Sentiment: Positive\nText:"
     st = DecodeSettings(expected_batch_size=3, clip=5, temperature=1.0, max_private_tokens=12, max_new_tokens=6)
     a = decode_batch(lm, private, public, st, np.random.default_rng(3))
     b = decode_batch(lm, private, public, st, np.random.default_rng(3), use_cache=False)

@@ -13,9 +13,9 @@ import ray  # the optional [scale] dependency: make setup installs it, so a miss
 
 from dpkit.cli import main
 
-# the first four rows of each label of data/own_data_sample.csv: still one batch per label (3), a quarter of the
-# prompts to prefill (the smoke preset would read 48 rows), so each of the four runs below decodes ~4x less
-SAMPLE = "tests/data/own_data_small.csv"
+# the first two rows of each label of data/own_data_sample.csv: still one batch per label (3), an eighth of the
+# prompts to prefill (the smoke preset would read 48 rows), so each of the four runs below decodes ~8x less
+SAMPLE = "tests/data/own_data_tiny.csv"
 
 
 @pytest.fixture(scope="module")
