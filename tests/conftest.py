@@ -29,7 +29,7 @@ SECONDS = {
     # grouped modules: the tests that share the module's fixture, together
     "tests/test_pp_ray.py": 160, "tests/test_book_html.py": 150, "tests/test_book_render.py": 100,
     "tests/test_pp_pipeline.py": 72, "tests/test_guard_end_to_end.py": 66, "tests/test_pp_private_rows.py": 71,
-    "tests/test_pp_llamacpp.py": 87, "tests/test_pp_grammar.py": 32, "tests/test_models_llamacpp_rows.py": 23,
+    "tests/test_pp_llamacpp.py": 75, "tests/test_pp_grammar.py": 32, "tests/test_models_llamacpp_rows.py": 23,
     "tests/test_models_llamacpp.py": 21, "tests/test_backends_local.py": 16, "tests/test_models.py": 16,
     # single tests
     "tests/test_derivations_nbval.py::test_derivation_chapters_run_on_their_defaults": 70,

@@ -125,12 +125,15 @@ def test_restart_replays_and_a_batch_rerun_gives_the_same_tokens(lm):
     first = _row_traces(rows, RELEASED)
     rows.restart()
     assert torch.equal(_row_traces(rows, RELEASED), first)
-    private, public = _prompts(lm, REVIEWS), _public(lm)
-    st = DecodeSettings(expected_batch_size=4, clip=10.0, temperature=2.0, max_private_tokens=12,
-                        max_new_tokens=6, top_k=50, svt_threshold=0.5, svt_sigma=0.2)
+    # the decodes on bare prompts (no chat template: ~10 tokens, not ~60): the run with one cached row
+    # re-encodes the other rows from their start at every step, and the comparison does not depend on the prompts
+    private, public = [f"Review: {x}\nSentiment: Positive\nText:" for x in REVIEWS], "Sentiment: Positive\nText:"
+    st = DecodeSettings(expected_batch_size=4, clip=10.0, temperature=2.0, max_private_tokens=6,
+                        max_new_tokens=4, top_k=50, svt_threshold=0.5, svt_sigma=0.2)
     a = decode_batch(lm, private, public, st, np.random.default_rng(7)).to_record()
     assert decode_batch(lm, private, public, st, np.random.default_rng(7)).to_record() == a
     assert len(a["examples"]) >= 2                                                   # restarts happened
+    assert a["public_tokens"] > 0                                                    # and SVT's free tokens
     chunked = DecodeSettings(**{**st.to_dict(), "private_cache_rows": 1, "private_chunk_rows": 2})
     assert decode_batch(lm, private, public, chunked, np.random.default_rng(7)).to_record() == a
 
