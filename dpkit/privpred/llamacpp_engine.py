@@ -51,6 +51,7 @@ only the time grows with it.
 
 from __future__ import annotations
 
+import json
 from functools import lru_cache
 from pathlib import Path
 from typing import Iterator, Sequence
@@ -193,14 +194,14 @@ def is_llamacpp(lm) -> bool:
 def _bundled_tokenizer():
     """The bundled model's Hugging Face tokenizer: from the PyTorch copy when made, else read from the GGUF once
     and kept in the dpkit cache (no model weights are converted)."""
-    from transformers import AutoTokenizer
-
     from dpkit.models.lm import _bundled_cache
 
     runtime.set_offline()
     for folder in (_bundled_cache(), runtime.cache_dir() / "smollm2-135m-instruct-tokenizer"):
         if (folder / "tokenizer.json").exists() or (folder / "tokenizer_config.json").exists():
-            return AutoTokenizer.from_pretrained(folder)
+            return saved_tokenizer(folder)
+    from transformers import AutoTokenizer
+
     gguf = smollm2_gguf()
     tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=SMOLLM2_GGUF)
     try:
@@ -209,6 +210,23 @@ def _bundled_tokenizer():
     except OSError:  # pragma: no cover - a read-only cache: read from the GGUF next time too
         pass
     return tokenizer
+
+
+def saved_tokenizer(folder: Path):
+    """The tokenizer saved in ``folder``, of the class its ``tokenizer_config.json`` names.
+
+    The same object :class:`transformers.AutoTokenizer` returns for the folder (same class, same
+    files, so the same token ids and chat template; ``tests/test_pp_tokenizer_load.py``), without
+    AutoTokenizer's model-configuration lookup, which costs about 2 CPU-seconds in every process
+    that decodes privately. A folder that names no class transformers exports goes through
+    AutoTokenizer.
+    """
+    import transformers
+
+    config = Path(folder) / "tokenizer_config.json"
+    name = json.loads(config.read_text()).get("tokenizer_class") if config.exists() else None
+    cls = getattr(transformers, name, None) if isinstance(name, str) else None
+    return (cls or transformers.AutoTokenizer).from_pretrained(folder)
 
 
 @lru_cache(maxsize=2)
