@@ -41,7 +41,8 @@ from dpkit.kps.ensembles import ENSEMBLES, KDEEnsemble, build_ensemble, ensemble
 from dpkit.kps.kde import DPKDE, dpkde_mechanism, kde_sketch, privatize_sketch
 from dpkit.kps.rff import RandomFourierFeatures
 from dpkit.kps.kde import normalize_scores
-from dpkit.kps.sequences import CHOICES, contrast_probabilities, draw_sequences, independent_sequences, iterative_sequences
+from dpkit.kps.sequences import (CHOICES, contrast_probabilities, draw_sequences, independent_sequences,
+                                 iterative_sequences)
 from dpkit.kps.vocabulary import (PhraseMatcher, PrivateVocabulary, histogram_mechanism, noise_threshold,
                                   private_vocabulary)
 from dpkit.privacy import Charge, PrivacyLedger
@@ -89,7 +90,8 @@ class KPSConfig:
     -> 0.69 [0.64, 0.73], medical 0.48 [0.43, 0.52] -> 0.72 [0.67, 0.77], Rotten Tomatoes 0.47 [0.41, 0.53] ->
     0.60 [0.54, 0.66] (its texts split by genre words, not sentiment; real reviews mapped to the same
     keyphrases reach only 0.61, a limit of unigram keyphrases for sentiment); seed 1 of the new defaults: health
-    tweets 0.80 [0.75, 0.84], medical 0.75 [0.70, 0.80], Rotten Tomatoes 0.50 [0.46, 0.55] (chance: no reliable gain there); k-NN precision 0.56 / 0.42 / 0.57 -> 0.81 /
+    tweets 0.80 [0.75, 0.84], medical 0.75 [0.70, 0.80], Rotten Tomatoes 0.50 [0.46, 0.55] (chance: no reliable
+    gain there); k-NN precision 0.56 / 0.42 / 0.57 -> 0.81 /
     0.80 / 0.71; assistant talk and texts under 3 words 0 before and after. The price is diversity: with about 60
     terms (sampling perplexity 25-30 per class) k-NN recall falls 0.65 / 0.32 / 0.48 -> 0.24 / 0.25 / 0.42 and the
     real-vs-synthetic AUROC moves 0.92 / 0.99 / 0.96 -> 0.94 / 0.96 / 0.97. ``noise_terms`` 30 or 100 widens the
@@ -159,7 +161,8 @@ class KPSConfig:
                 f"pure-noise terms expected), never fewer than L={self.L}; post-processing of the noisy histogram")
         if self.method == "independent" and self.contrast:
             rules["contrast"] = (f"each class samples keyphrases from its DP-KDE's distribution tilted by "
-                                 f"(its / the classes' mean)^{self.contrast:g}; post-processing of the released DP-KDEs")
+                                 f"(its / the classes' mean)^{self.contrast:g}; post-processing of the released "
+                                 "DP-KDEs")
         return rules | {
             "long_document": f"each document is cut to its first {self.max_chars} characters before matching",
             "document_without_terms": "adds nothing to the vocabulary histogram or to any DP-KDE",
@@ -200,8 +203,8 @@ class KPSModel:
 
     def class_probabilities(self) -> np.ndarray:
         """``(n_classes, |vocabulary|)``: each class's keyphrase distribution (independent method), the
-        normalized DP-KDE scores tilted by ``config.contrast`` (:func:`~dpkit.kps.sequences.contrast_probabilities`);
-        a function of the released DP-KDEs only."""
+        normalized DP-KDE scores tilted by ``config.contrast``
+        (:func:`~dpkit.kps.sequences.contrast_probabilities`); a function of the released DP-KDEs only."""
         if self.config.method != "independent":
             raise ParameterError("method", self.config.method, "class_probabilities needs method='independent'")
         P = np.stack([normalize_scores(self.class_kdes[c].scores(self.embeddings))
