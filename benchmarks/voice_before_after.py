@@ -15,12 +15,12 @@ everyday situations at epsilon 8; the old commit has no loader for them, so toda
    virtual environment), unless ``--from-cells`` names a folder such a run already wrote;
 3. measures each cell's texts with today's :func:`dpkit.textmetrics.measure_texts` against the
    same real test texts as today's cells, and writes the cell with its ``text_measures`` (and
-   the commit that measured them) to ``--out`` (default ``results/compare/infinity-before``), its
-   digest recomputed;
+   the commit that measured them) to ``--out`` (default ``results/before-voice/PRESET``, outside
+   ``results/compare``: these cells are not at today's preset sizes), its digest recomputed;
 4. prints :func:`dpkit.experiments.voice_report.voice_table` against ``--after``.
 
 Run: ``python benchmarks/voice_before_after.py [--preset infinity] [--commit 9f2858c] [--from-cells DIR]
-[--out results/compare/PRESET-before] [--after results/compare/PRESET]``. Seeded teaching runs on public benchmark data, not releases.
+[--out results/before-voice/PRESET] [--after results/compare/PRESET]``. Seeded teaching runs on public benchmark data, not releases.
 """
 
 from __future__ import annotations
@@ -123,10 +123,10 @@ def main(argv=None) -> int:
     parser.add_argument("--preset", default="infinity", choices=sorted(OLD_PRESETS))
     parser.add_argument("--commit", default="9f2858c")
     parser.add_argument("--from-cells", default=None, help="cells an earlier run of step 2 wrote")
-    parser.add_argument("--out", default=None, help="default results/compare/PRESET-before")
+    parser.add_argument("--out", default=None, help="default results/before-voice/PRESET")
     parser.add_argument("--after", default=None, help="default results/compare/PRESET")
     args = parser.parse_args(argv)
-    args.out = args.out or str(ROOT / "results" / "compare" / f"{args.preset}-before")
+    args.out = args.out or str(ROOT / "results" / "before-voice" / args.preset)
     args.after = args.after or str(ROOT / "results" / "compare" / args.preset)
     from dpkit.experiments import stored
     from dpkit.experiments.voice_report import load_before, over_ceiling, voice_table

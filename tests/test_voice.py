@@ -276,8 +276,14 @@ def test_synth_document_type_is_recorded_and_reaches_the_prompt(method, tmp_path
     assert all(chat[-1]["role"] == "assistant" for chat in backend.chats)          # the opened answer
     assert all(p.stop and p.banned == BANNED_OPENINGS for p in backend.params)
     if method == "kps":   # the paper's rule holds under the voice: no class is named in a DP-KPS prompt
+        import re
+
         labels = {"billing", "delivery", "product"}   # the sample's label set
-        text = " ".join(str(m["content"]) for chat in backend.chats for m in chat).lower()
+        # the keyphrases are privatized data words and may include a label's word ("delivery" is frequent in
+        # delivery messages); the rule is about the prompt around them: it never names the class
+        text = " ".join(re.sub(r" about .*?\.", " about <keyphrases>.", str(m["content"]), flags=re.S)
+                        for chat in backend.chats for m in chat).lower()
+        assert "<keyphrases>" in text
         assert not any(label.lower() in text for label in labels)
 
 

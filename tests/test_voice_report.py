@@ -10,7 +10,7 @@ from dpkit.experiments import stored
 from dpkit.experiments.voice_report import load_before, over_ceiling, voice_table
 
 ROOT = Path(__file__).resolve().parents[1] / "results" / "compare"
-BEFORE, AFTER = ROOT / "infinity-before", ROOT / "infinity"
+BEFORE, AFTER = ROOT.parent / "before-voice" / "infinity", ROOT / "infinity"
 pytestmark = pytest.mark.skipif(not (BEFORE.exists() and AFTER.exists()), reason="the infinity runs are not stored")
 
 

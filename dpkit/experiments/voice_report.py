@@ -1,4 +1,4 @@
-"""Before and after the voice rules, with the noise off: issue 33's epsilon-infinity target.
+"""Before and after the voice rules: the same preset made by the code before them and by today's code.
 
 The ``infinity`` preset runs every method on the two data sets of the stored comparison at
 epsilon infinity (5 seeds, the holdout preset's sizes) with today's code. The "before" cells are
@@ -24,7 +24,7 @@ from dpkit.experiments import stored
 from dpkit.experiments.results import integrity_problem
 
 METHODS = {"kps": "DP-KPS", "pp": "private prediction", "dpst": "DP-ST"}
-#: the issue's ceiling on assistant talk at epsilon infinity
+#: the ceiling on assistant talk with the noise off (at most 5% of a method's texts)
 ASSISTANT_TALK_CEILING = 0.05
 
 

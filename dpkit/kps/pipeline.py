@@ -61,8 +61,8 @@ class KPSConfig:
     the rest for the per-class DP-KDEs (:attr:`eps_kde`). A configuration that
     extends this one (a release's, :class:`dpkit.methods.kps.Config`) adds fields only.
 
-    Small corpora (measured by KPSVOC, 27 Nov 2026; epsilon 8, 1,000 training texts of each tuning set, 500 per
-    label, 2 labels, seeds 0-2; evidence in ``shared/findings/kpsvoc/``). With the paper's settings (S 10,
+    Small corpora (measured 27 Nov 2026; epsilon 8, 1,000 training texts of each of three bundled data sets, 500
+    per label, 2 labels, seeds 0-2). With the paper's settings (S 10,
     vocabulary_share 0.2, top N 1000, I 2048, bandwidth 1.0) the label is lost before the LLM sees anything:
 
     * vocabulary: Laplace scale ``S / eps_voc`` = 6.25, so only 12-18% of the 1,000 released terms occur in
@@ -96,7 +96,7 @@ class KPSConfig:
     terms (sampling perplexity 25-30 per class) k-NN recall falls 0.65 / 0.32 / 0.48 -> 0.24 / 0.25 / 0.42 and the
     real-vs-synthetic AUROC moves 0.92 / 0.99 / 0.96 -> 0.94 / 0.96 / 0.97. ``noise_terms`` 30 or 100 widens the
     vocabulary (perplexity 44 / 115) at 0.01-0.08 lower keyphrase-stage accuracy: a public knob for that trade.
-    The medical vocabulary (``vocabulary="medical"``) measured last session with the paper's settings was
+    The medical vocabulary (``vocabulary="medical"``) measured earlier with the paper's settings was
     as noisy (7% of N 1000 in the data), but its noise terms are medical.
     """
 
