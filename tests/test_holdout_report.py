@@ -48,3 +48,10 @@ def test_the_readme_quotes_the_stored_held_out_questions_table():
 def test_the_readme_quotes_the_tuning_sets_after_the_last_round():
     table = holdout_table(stored.load_cells(ROOT / "holdout-after"))
     assert table in (ROOT.parents[1] / "README.md").read_text()
+
+
+@pytest.mark.skipif(not (ROOT / "holdout-situations").exists(), reason="the holdout-situations preset is not stored")
+def test_the_readme_quotes_the_held_out_situations():
+    table = holdout_table(stored.load_cells(ROOT / "holdout-situations"))
+    assert table.splitlines()[2].startswith("| everyday_situations (held out) | real data |")
+    assert table in (ROOT.parents[1] / "README.md").read_text()

@@ -56,3 +56,14 @@ def test_over_ceiling_names_what_exceeds_it():
 def test_the_readme_quotes_the_stored_table():
     table = voice_table(load_before(BEFORE), stored.load_cells(AFTER))
     assert table in (ROOT.parents[1] / "README.md").read_text()
+
+
+def test_the_readme_quotes_the_held_out_before_and_after():
+    before, after = ROOT.parent / "before-voice" / "holdout-situations", ROOT / "holdout-situations"
+    if not (before.exists() and after.exists()):
+        pytest.skip("the held-out situations before and after the voice rules are not stored")
+    for body in load_before(before):
+        assert body["provenance"]["git_commit"] == "9f2858c" and body["cell"]["dataset"] == "everyday_situations"
+    table = voice_table(load_before(before), stored.load_cells(after))
+    assert len(table.splitlines()) == 2 + 3
+    assert table in (ROOT.parents[1] / "README.md").read_text()
