@@ -1,24 +1,13 @@
 """Per-class DP-KPS with a ledger (hash embedder: no model needed)."""
 
-import hashlib
 
 import numpy as np
 import pytest
 
 from dpkit.kps.pipeline import KPSConfig, fit_kps
 from dpkit.validate import ParameterError
+from hash_embedder import HashEmbedder
 
-
-class HashEmbedder:
-    """Deterministic unit vectors from a hash of each text (stands in for MiniLM in unit tests)."""
-
-    def encode(self, texts):
-        rows = []
-        for t in texts:
-            seed = int.from_bytes(hashlib.sha256(t.encode()).digest()[:8], "little")
-            v = np.random.default_rng(seed).standard_normal(16)
-            rows.append(v / np.linalg.norm(v))
-        return np.array(rows)
 
 
 VOCAB = ["heart", "heart failure", "lung", "tooth", "gum", "enamel", "fracture", "bone", "skin", "rash"]

@@ -5,7 +5,6 @@ randomness: the ledger's charges and contracts must not change, and the released
 depend on the data only through the noisy histogram.
 """
 
-import hashlib
 
 import numpy as np
 import pytest
@@ -15,18 +14,8 @@ from dpkit.kps.pipeline import KPSConfig, fit_kps, planned_contracts
 from dpkit.kps.sequences import contrast_probabilities
 from dpkit.kps.vocabulary import noise_threshold, private_vocabulary, select_terms, top_n
 from dpkit.validate import ParameterError
+from hash_embedder import HashEmbedder
 
-
-class HashEmbedder:
-    """Deterministic unit vectors from a hash of each text."""
-
-    def encode(self, texts):
-        rows = []
-        for t in texts:
-            seed = int.from_bytes(hashlib.sha256(t.encode()).digest()[:8], "little")
-            v = np.random.default_rng(seed).standard_normal(16)
-            rows.append(v / np.linalg.norm(v))
-        return np.array(rows)
 
 
 VOCAB = [f"word{i}" for i in range(400)] + ["tooth", "gum", "enamel", "heart", "lung", "murmur"]
