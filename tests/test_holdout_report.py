@@ -55,3 +55,10 @@ def test_the_readme_quotes_the_held_out_situations():
     table = holdout_table(stored.load_cells(ROOT / "holdout-situations"))
     assert table.splitlines()[2].startswith("| everyday_situations (held out) | real data |")
     assert table in (ROOT.parents[1] / "README.md").read_text()
+
+
+@pytest.mark.skipif(not (ROOT / "holdout-kps").exists(), reason="DP-KPS's new defaults on the tuning sets are not stored")
+def test_the_readme_quotes_dp_kps_new_defaults_on_the_tuning_sets():
+    table = holdout_table(stored.load_cells(ROOT / "holdout-kps"))
+    assert "| DP-KPS | 8 | 5 |" in table
+    assert table in (ROOT.parents[1] / "README.md").read_text()
