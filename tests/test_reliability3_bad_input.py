@@ -12,10 +12,9 @@ Before:
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 
 import pytest
+import warm_process
 
 from dpkit.cli import main
 from test_runs_faults import FAKE_DRIVER, ROOT, SAMPLE
@@ -57,8 +56,7 @@ def test_n3_sizes_that_cannot_run_are_refused_by_plan_and_before_the_run_folder_
 def _fake_synth(*args):
     env = {k: v for k, v in os.environ.items() if k != "DPKIT_FAULT"}
     env.update(DPKIT_PROGRESS="0", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", OMP_NUM_THREADS="1")
-    return subprocess.run([sys.executable, "-c", FAKE_DRIVER, "synth", *args], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=900)
+    return warm_process.run(["synth", *args], code=FAKE_DRIVER, cwd=ROOT, env=env, timeout=900)
 
 
 def test_n3_a_refusal_inside_the_method_before_its_first_charge_leaves_no_folder(tmp_path):
@@ -82,8 +80,7 @@ def test_probe18_pp_max_new_tokens_beyond_the_context_leaves_no_folder(tmp_path)
     out = tmp_path / "run"
     env = {k: v for k, v in os.environ.items() if k != "DPKIT_FAULT"}
     env.update(DPKIT_PROGRESS="0", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", OMP_NUM_THREADS="1")
-    done = subprocess.run([sys.executable, "-m", "dpkit", "synth", "pp", *BASE, "--set",
-                           "max_new_tokens=99999999999999999999", "--out", str(out)], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=900)
+    done = warm_process.run(["synth", "pp", *BASE, "--set", "max_new_tokens=99999999999999999999", "--out", str(out)],
+                            module="dpkit", cwd=ROOT, env=env, timeout=900)
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr[-2000:]
     assert "max_new_tokens=" in done.stderr and "context" in done.stderr and not out.exists()

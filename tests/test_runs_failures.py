@@ -11,20 +11,18 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import resource
 import shutil
 import signal
-import stat
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 import pytest
+import warm_process
 
 from test_runs_faults import FAKE_DRIVER, ROOT, SAMPLE, ledger_entries
 
-def synth(out: Path, *, preexec_fn=None, fault: str | None = None, env: dict | None = None):
+def synth(out: Path, *, fsize_limit: int | None = None, fault: str | None = None, env: dict | None = None):
     args = ["synth", "kps", "--input", SAMPLE, "--text-column", "text", "--label-column", "label",
             "--epsilon", "4", "--out", str(out), "--smoke", "--seed", "0"]
     environment = {k: v for k, v in os.environ.items() if k != "DPKIT_FAULT"}
@@ -32,8 +30,7 @@ def synth(out: Path, *, preexec_fn=None, fault: str | None = None, env: dict | N
                        **(env or {}))
     if fault:
         environment["DPKIT_FAULT"] = fault
-    return subprocess.run([sys.executable, "-c", FAKE_DRIVER, *args], cwd=ROOT, env=environment,
-                          capture_output=True, text=True, timeout=600, preexec_fn=preexec_fn)
+    return warm_process.run(args, code=FAKE_DRIVER, cwd=ROOT, env=environment, timeout=600, fsize_limit=fsize_limit)
 
 
 def one_line(result) -> str:
@@ -122,14 +119,10 @@ def test_a_full_disk_exits_1_and_the_resume_with_room_charges_once(tmp_path, tmp
 
 @pytest.mark.parametrize("limit", [6_000, 20_000])
 def test_a_file_size_limit_exits_1_keeps_the_run_and_the_resume_charges_once(tmp_path, limit):
-    def limited():
-        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)        # a write past the limit fails with EFBIG
-        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
-
     baseline = tmp_path / "baseline"
     assert synth(baseline).returncode == 0
     out = tmp_path / "run"
-    result = synth(out, preexec_fn=limited)
+    result = synth(out, fsize_limit=limit)        # SIGXFSZ ignored: a write past it fails with EFBIG
     assert result.returncode == 1, result.stderr[-3000:]
     line = one_line(result)
     assert "File too large" in line and str(out) in line

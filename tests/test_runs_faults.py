@@ -20,10 +20,10 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+import warm_process
 
 from dpkit.runs import RunCorruptError, verify_folder
 
@@ -85,18 +85,19 @@ CHECKPOINTS = {
 }
 
 
-def synth(method: str, out: Path, fault: str | None = None, **popen) -> subprocess.CompletedProcess:
+def synth(method: str, out: Path, fault: str | None = None) -> subprocess.CompletedProcess:
     source = PP_SAMPLE if method == "pp" else SAMPLE
     args = ["synth", method, "--input", source, "--text-column", "text", "--label-column", "label",
             "--epsilon", "4", "--out", str(out), "--smoke", "--seed", "0"]
     if method == "pp":  # the checkpoints, not the decoding, are under test: 8 tokens keep the runs short
         args += ["--set", "max_new_tokens=8"]
-    command = [sys.executable, "-m", "dpkit", *args] if method == "pp" else [sys.executable, "-c", FAKE_DRIVER, *args]
     env = {k: v for k, v in os.environ.items() if k != "DPKIT_FAULT"}
     env.update(DPKIT_PROGRESS="0", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", OMP_NUM_THREADS="1")
     if fault:
         env["DPKIT_FAULT"] = fault
-    return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900, **popen)
+    if method == "pp":
+        return warm_process.run(args, module="dpkit", cwd=ROOT, env=env, timeout=900)
+    return warm_process.run(args, code=FAKE_DRIVER, cwd=ROOT, env=env, timeout=900)
 
 
 def ledger_entries(out: Path) -> list[tuple]:
