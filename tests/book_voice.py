@@ -25,7 +25,7 @@ EVERYWHERE = {
 CHAPTERS = {
     **EVERYWHERE,
     "a reviewer": re.compile(r"\breviewers?\b(?! (?:dis)?liked)", re.I),
-    "continuous integration": re.compile(r"\bCI\b|continuous integration", re.I),
+    "continuous integration": re.compile(r"(?<!% )\bCI\b|continuous integration", re.I),   # not "95% CI"
     "the people who build it": re.compile(r"\bengineers?\b|\bthe lead\b|\bcharter\b", re.I),
     "the book's own build budget": re.compile(r"\bbook's (?:time )?budget\b|\bin budget\b|\bearlier build\b", re.I),
 }

@@ -187,6 +187,13 @@ def test_the_landing_page_lists_every_chapter_under_a_line_per_part():
         assert line and len(line.group(1).split()) >= 5, f"no line on the landing page says what {part['caption']!r} teaches"
 
 
+def test_a_confidence_interval_is_not_continuous_integration():
+    from book_voice import builder_talk
+
+    assert builder_talk("balanced accuracy [95% CI]") == []
+    assert [hit.split(":")[0] for hit in builder_talk("green on CI")] == ["continuous integration"]
+
+
 def test_pages_speak_to_readers_not_to_the_builders():
     """No chapter, part page or docstring mentions issues, project targets, to-dos or how the book is made."""
     import importlib
@@ -209,6 +216,8 @@ def test_pages_speak_to_readers_not_to_the_builders():
             continue
         docs = [module.__doc__ or ""] + [getattr(obj, "__doc__", None) or "" for obj in vars(module).values()
                                          if getattr(obj, "__module__", None) == info.name]
+        source = Path(module.__file__).read_text() if module.__file__ else ""
+        docs += [line.strip()[2:] for line in source.splitlines() if line.strip().startswith("#:")]  # autodoc comments
         found[info.name] = builder_talk("\n".join(d for d in docs if isinstance(d, str)), EVERYWHERE)
     found = {k: v for k, v in found.items() if v}
     assert not found, found

@@ -29,7 +29,7 @@ from dpkit.validate import ParameterError
 
 #: The DP-KPS instruction. It names no "terms" or "keyphrases": a 135M model asked to "use all of these
 #: terms" read the list back or talked about the terms ("What is a medical exam question that uses these
-#: terms: ..."); asked for a document "about" them it writes one (voice_probe, issue 33, round 2).
+#: terms: ..."); asked for a document "about" them it writes one (measured on the tuning sets).
 DEFAULT_TEMPLATE = Public("Write one {document_type} about {keyphrases}.")
 FEW_SHOT_TEMPLATE = Public(
     "Here are examples of the kind of text wanted:\n{examples}\n\n"
