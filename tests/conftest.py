@@ -27,7 +27,7 @@ runtime.setup()
 SECONDS = {
     # (re-measured 2026-11-27 at load ~4 and scaled by 1.5 to the older figures' load of 5-6: order is what counts)
     # grouped modules: the tests that share the module's fixture, together
-    "tests/test_pp_ray.py": 160, "tests/test_book_html.py": 150, "tests/test_book_render.py": 100,
+    "tests/test_pp_ray.py": 160, "the small book": 210,
     "tests/test_pp_pipeline.py": 72, "tests/test_guard_end_to_end.py": 66, "tests/test_pp_private_rows.py": 71,
     "tests/test_pp_llamacpp.py": 75, "tests/test_pp_grammar.py": 32, "tests/test_models_llamacpp_rows.py": 23,
     "tests/test_models_llamacpp.py": 21, "tests/test_backends_local.py": 16, "tests/test_models.py": 16,
@@ -88,9 +88,23 @@ def _grouped_modules(root: Path) -> frozenset[str]:
                      if SHARED_FIXTURE.search(p.read_text()) and f"tests/{p.name}" not in SPREAD)
 
 
+# modules that share a session fixture: one unit, so the fixture is made on one worker only
+SHARED_SESSION = {"tests/test_book_html.py": "the small book", "tests/test_book_render.py": "the small book"}
+
+
 def _unit(nodeid: str, root: Path) -> str:
     module = nodeid.split("::")[0]
+    if module in SHARED_SESSION:
+        return SHARED_SESSION[module]
     return module if module in _grouped_modules(root) else nodeid
+
+
+@pytest.fixture(scope="session")
+def small_book(tmp_path_factory) -> Path:
+    """The small book of ``tests/small_book.py``, built once per session; its ``html`` folder."""
+    from small_book import build
+
+    return build(tmp_path_factory.mktemp("small-book"))
 
 
 @pytest.hookimpl(tryfirst=True)

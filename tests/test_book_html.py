@@ -1,11 +1,11 @@
 """The book as a reader's browser sees it: offline maths, figures, no CDN, no noise, no builder talk.
 
-A small book (the introduction, every part page and the first chapter of each part,
-notebooks not executed) is built once per module with the book's own ``_config.yml``,
-and a second one with one plotting chapter executed as the book build executes it.
-Headless Chromium then opens their pages from a loopback server with every host name
-unresolvable, so MathJax can only come from the build itself. Where a full build exists
-(``_build/html``), every page whose notebook plots must show its figures, none blank.
+The small book of ``tests/small_book.py`` (the introduction, every part page and the
+first chapter of each part, the prose pages, and one plotting chapter executed as the book
+build executes it; built once per session) is opened by headless Chromium from a loopback
+server with every host name unresolvable, so MathJax can only come from the build itself.
+Where a full build exists (``_build/html``), every page whose notebook plots must show its
+figures, none blank.
 
 Chromium is Debian's ``chromium`` package (``make browser`` installs it; ``make test``
 runs that first). Where it is absent the browser tests are skipped with that reason.
@@ -22,87 +22,19 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import threading
 from pathlib import Path
 
 import pytest
-import yaml
 from book_noise import MACHINE_PATH, find_noise
 from book_voice import CHAPTERS, EVERYWHERE, builder_talk
+from small_book import FIGURE_CHAPTER, mini_toc, toc_pages
 
 ROOT = Path(__file__).resolve().parents[1]
 FULL_BUILD = ROOT / "_build" / "html"
-PARTS = yaml.safe_load((ROOT / "_toc.yml").read_text())["parts"]
 BROWSER = next((shutil.which(name) for name in ("chromium", "chromium-browser") if shutil.which(name)), None)
 needs_browser = pytest.mark.skipif(
     BROWSER is None, reason="Debian's chromium is not installed (make browser: apt-get install -y chromium)")
-
-
-def _first_chapter(part: dict) -> list[dict]:
-    """The part's page and its first chapter (the first two entries, or an entry and its first section)."""
-    entry = dict(part["chapters"][0])
-    if entry.get("sections"):
-        entry["sections"] = entry["sections"][:1]
-        return [entry]
-    return [dict(c) for c in part["chapters"][:2]]
-
-
-def _mini_toc() -> dict:
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    toc["parts"] = [dict(part, chapters=_first_chapter(part)) for part in toc["parts"]]
-    return toc
-
-
-def _pages(toc: dict) -> list[str]:
-    """Every document of ``toc``, root first."""
-    pages = [toc["root"]]
-    for part in toc["parts"]:
-        for chapter in part["chapters"]:
-            pages.append(chapter["file"])
-            pages.extend(s["file"] for s in chapter.get("sections", []))
-    return pages
-
-
-def _build_book(work: Path, toc: dict, execute: str, **env: str) -> Path:
-    """Build ``toc`` with the book's own config (``execute``: off or cache) into ``work``; its ``html`` folder."""
-    config = yaml.safe_load((ROOT / "_config.yml").read_text())
-    config["execute"]["execute_notebooks"] = execute
-    local = config.get("sphinx", {}).get("local_extensions") or {}
-    config["sphinx"]["local_extensions"] = {name: str(ROOT / path) for name, path in local.items()}
-    (work / "_config.yml").write_text(yaml.safe_dump(config))
-    (work / "_toc.yml").write_text(yaml.safe_dump(toc))
-    proc = subprocess.run(
-        [sys.executable, "-c", "from jupyter_book.cli.main import main; main()", "build", str(ROOT),
-         "--toc", str(work / "_toc.yml"), "--config", str(work / "_config.yml"),
-         "--path-output", str(work)],
-        capture_output=True, text=True, timeout=600,
-        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
-             "DPKIT_PROGRESS": "0", **env})
-    html = work / "_build" / "html"
-    assert proc.returncode == 0 and (html / "index.html").exists(), proc.stdout[-3000:] + proc.stderr[-3000:]
-    return html
-
-
-@pytest.fixture(scope="module")
-def mini_book(tmp_path_factory) -> Path:
-    """Build the small book (no notebook execution) and return its ``html`` folder."""
-    return _build_book(tmp_path_factory.mktemp("book"), _mini_toc(), "off")
-
-
-FIGURE_CHAPTER = "notebooks/dp_composition"  # a plotting chapter that runs in seconds on its defaults
-
-
-@pytest.fixture(scope="module")
-def figure_book(tmp_path_factory) -> Path:
-    """The introduction and one plotting chapter, executed as the book build executes them.
-
-    The build runs under ``MPLBACKEND=Agg``, as ``make book`` once did: the kernel inherits
-    it, and the chapter's figure must reach the page all the same.
-    """
-    toc = {"format": "jb-book", "root": "book/intro",
-           "parts": [{"caption": "A plotting chapter", "numbered": True, "chapters": [{"file": FIGURE_CHAPTER}]}]}
-    return _build_book(tmp_path_factory.mktemp("figures"), toc, "cache", MPLBACKEND="Agg")
 
 
 @contextlib.contextmanager
@@ -138,30 +70,30 @@ def _html_files(html: Path) -> list[Path]:
 
 
 # ------------------------------------------------------------------ static checks
-def test_no_page_loads_anything_from_the_network(mini_book):
+def test_no_page_loads_anything_from_the_network(small_book):
     remote = re.compile(r"<(?:script|link|img|iframe)\b[^>]*\b(?:src|href)=[\"'](?:https?:)?//", re.I)
     inline = re.compile(r"<script\b[^>]*>(.*?)</script>", re.S | re.I)
     offenders = {}
-    for p in _html_files(mini_book):
+    for p in _html_files(small_book):
         text = p.read_text()
         found = remote.findall(text)
         found += [m[:80] for m in inline.findall(text) if re.search(r"https?://", m)]
-        offenders[p.relative_to(mini_book).as_posix()] = found
+        offenders[p.relative_to(small_book).as_posix()] = found
     offenders = {k: v for k, v in offenders.items() if v}
     assert not offenders, f"pages load remote resources: {offenders}"
 
 
-def test_mathjax_is_served_from_the_build(mini_book):
-    page = (mini_book / "book" / "part_foundations.html").read_text()
+def test_mathjax_is_served_from_the_build(small_book):
+    page = (small_book / "book" / "part_foundations.html").read_text()
     assert re.search(r"<script[^>]+src=\"\.\./_static/mathjax/tex-mml-chtml\.js", page)
-    assert (mini_book / "_static" / "mathjax" / "output" / "chtml" / "fonts" / "woff-v2").is_dir()
-    assert (mini_book / "_static" / "mathjax" / "LICENSE").is_file()
+    assert (small_book / "_static" / "mathjax" / "output" / "chtml" / "fonts" / "woff-v2").is_dir()
+    assert (small_book / "_static" / "mathjax" / "LICENSE").is_file()
 
 
-def test_prose_pages_have_no_noise(mini_book):
+def test_prose_pages_have_no_noise(small_book):
     noisy = {}
-    for page in _pages(_mini_toc()):
-        text = (mini_book / f"{page}.html").read_text()
+    for page in toc_pages(mini_toc()):
+        text = (small_book / f"{page}.html").read_text()
         found = [n for n in find_noise(text) if not n.startswith("Python warning")]
         if found:
             noisy[page] = found
@@ -235,10 +167,10 @@ def _figure_problems(html: Path, pages: list[str]) -> dict[str, str]:
     return problems
 
 
-def test_a_plotting_chapter_shows_its_figure_even_when_agg_is_inherited(figure_book):
-    figures = _figures(figure_book, FIGURE_CHAPTER)
+def test_a_plotting_chapter_shows_its_figure_even_when_agg_is_inherited(small_book):
+    figures = _figures(small_book, FIGURE_CHAPTER)
     assert figures and all(spread > 0 for _, spread in figures), figures
-    page = (figure_book / f"{FIGURE_CHAPTER}.html").read_text()
+    page = (small_book / f"{FIGURE_CHAPTER}.html").read_text()
     assert re.search(r"<figcaption>.*?caption-number\">Fig\. [\d.]+", page, re.S), "the figure has no numbered caption"
 
 
@@ -266,8 +198,8 @@ def _voice_problems(html: Path) -> dict[str, list[str]]:
     return found
 
 
-def test_built_pages_speak_to_readers(mini_book):
-    found = _voice_problems(mini_book)
+def test_built_pages_speak_to_readers(small_book):
+    found = _voice_problems(small_book)
     assert not found, found
 
 
@@ -280,13 +212,13 @@ def test_full_build_speaks_to_readers():
 # ------------------------------------------------------------------ in the browser
 @needs_browser
 @pytest.mark.parametrize("page", ["book/part_foundations", "notebooks/dp_sensitivity_laplace"])
-def test_math_typesets_offline(mini_book, page):
-    with _serve(mini_book) as base:
+def test_math_typesets_offline(small_book, page):
+    with _serve(small_book) as base:
         proc = _chromium("--dump-dom", f"{base}/{page}.html")
     dom = proc.stdout
     assert "</html>" in dom, proc.stderr[-2000:]
     containers = dom.count("<mjx-container")
-    raw = (mini_book / f"{page}.html").read_text()
+    raw = (small_book / f"{page}.html").read_text()
     expected = raw.count('class="math') + raw.count("\\(")
     assert expected > 0, f"{page} has no maths to check"
     assert containers >= expected // 2 and containers > 0, \
@@ -308,15 +240,15 @@ def _one_chapter(entries: list[dict]) -> str:
     return entries[0]["sections"][0]["file"] if entries[0].get("sections") else entries[-1]["file"]
 
 
-SCREENSHOT_PAGES = [_mini_toc()["root"]] + [_one_chapter(part["chapters"]) for part in _mini_toc()["parts"]]
+SCREENSHOT_PAGES = [mini_toc()["root"]] + [_one_chapter(part["chapters"]) for part in mini_toc()["parts"]]
 
 
 @needs_browser
-def test_screenshots_of_the_introduction_and_one_chapter_per_part(mini_book, tmp_path_factory):
+def test_screenshots_of_the_introduction_and_one_chapter_per_part(small_book, tmp_path_factory):
     from matplotlib.image import imread
 
     folder = _screenshot_dir(tmp_path_factory)
-    book = FULL_BUILD if (FULL_BUILD / "index.html").exists() else mini_book
+    book = FULL_BUILD if (FULL_BUILD / "index.html").exists() else small_book
     with _serve(book) as base:
         for page in SCREENSHOT_PAGES:
             png = folder / (page.replace("/", "__") + ".png")
@@ -332,11 +264,11 @@ def test_screenshots_of_the_introduction_and_one_chapter_per_part(mini_book, tmp
 
 
 @needs_browser
-def test_the_browser_decodes_a_chapter_figure(figure_book, tmp_path):
+def test_the_browser_decodes_a_chapter_figure(small_book, tmp_path):
     """Chromium loads the chapter in a same-origin frame and reports each image's natural width."""
     probe = tmp_path / "site"
     probe.mkdir()
-    (probe / "book").symlink_to(figure_book, target_is_directory=True)
+    (probe / "book").symlink_to(small_book, target_is_directory=True)
     (probe / "probe.html").write_text(
         "<!doctype html><html><body><pre id='out'>pending</pre>"
         f"<iframe id='page' src='book/{FIGURE_CHAPTER}.html' width='1200' height='900'></iframe>"

@@ -6,7 +6,7 @@ as plain link text all reach the page as raw source (``{cite}``, ``| a | b |``, 
 ``\\varepsilon``). ``tests/book_render.py`` says what counts; this module checks
 
 * the checker itself, on snippets of each failure and on clean pages (so it can fail);
-* a small book built here every time: the introduction and every prose page of
+* the small book of ``tests/small_book.py``, built once per session: every prose page of
   ``_toc.yml`` (``book/*.md`` but the API reference), the foundations chapter on relations
   executed as the book executes it (its outputs include a Markdown table), and the method
   chapters whose statements once broke, rendered without execution;
@@ -15,34 +15,16 @@ as plain link text all reach the page as raw source (``{cite}``, ``| a | b |``, 
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 from book_render import prose_text, render_problems
+from small_book import EXECUTED_TABLE_CHAPTER, PROSE_PAGES, STATEMENT_CHAPTERS, toc_pages
 
 ROOT = Path(__file__).resolve().parents[1]
 FULL_BUILD = ROOT / "_build" / "html"
 TOC = yaml.safe_load((ROOT / "_toc.yml").read_text())
-
-EXECUTED = "notebooks/dp_foundations_relations"
-# chapters whose prose held display maths inside a paragraph: rendered, not executed
-STATEMENT_CHAPTERS = ["notebooks/kps_dpkde", "notebooks/kps_zero_padding", "notebooks/dp_zcdp_conversion"]
-
-
-def _toc_pages(toc: dict) -> list[str]:
-    pages = [toc["root"]]
-    for part in toc["parts"]:
-        for chapter in part["chapters"]:
-            pages.append(chapter["file"])
-            pages.extend(s["file"] for s in chapter.get("sections", []))
-    return pages
-
-
-PROSE_PAGES = [p for p in _toc_pages(TOC)[1:] if p.startswith("book/") and not p.startswith("book/api/")]
 
 
 # ------------------------------------------------------------------ the checker
@@ -71,42 +53,8 @@ def test_the_checker_ignores_code_and_typeset_maths():
 
 
 # ------------------------------------------------------------------ the small book, always
-def _build(work: Path, toc: dict, executed: list[str]) -> Path:
-    """Build ``toc`` with the book's config, executing only ``executed`` notebooks; its ``html`` folder."""
-    config = yaml.safe_load((ROOT / "_config.yml").read_text())
-    config["execute"]["execute_notebooks"] = "cache"
-    others = [p for p in _toc_pages(toc) if p.startswith("notebooks/") and p not in executed]
-    config["execute"]["exclude_patterns"] = [f"{p}.ipynb" for p in others]
-    local = config.get("sphinx", {}).get("local_extensions") or {}
-    config["sphinx"]["local_extensions"] = {name: str(ROOT / path) for name, path in local.items()}
-    (work / "_config.yml").write_text(yaml.safe_dump(config))
-    (work / "_toc.yml").write_text(yaml.safe_dump(toc))
-    proc = subprocess.run(
-        [sys.executable, "-c", "from jupyter_book.cli.main import main; main()", "build", str(ROOT),
-         "--toc", str(work / "_toc.yml"), "--config", str(work / "_config.yml"), "--path-output", str(work)],
-        capture_output=True, text=True, timeout=900,
-        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
-             "DPKIT_PROGRESS": "0", "MPLBACKEND": "Agg"})
-    html = work / "_build" / "html"
-    assert proc.returncode == 0 and (html / "index.html").exists(), proc.stdout[-3000:] + proc.stderr[-3000:]
-    return html
-
-
-SMALL_TOC = {"format": "jb-book", "root": TOC["root"], "parts": [
-    {"caption": "Pages", "numbered": True,
-     "chapters": [{"file": p} for p in PROSE_PAGES]},
-    {"caption": "Chapters", "numbered": True,
-     "chapters": [{"file": EXECUTED}] + [{"file": p} for p in STATEMENT_CHAPTERS]},
-]}
-
-
-@pytest.fixture(scope="module")
-def small_book(tmp_path_factory) -> Path:
-    return _build(tmp_path_factory.mktemp("render"), SMALL_TOC, [EXECUTED])
-
-
 def test_small_book_pages_render(small_book):
-    pages = _toc_pages(SMALL_TOC)
+    pages = [*PROSE_PAGES, EXECUTED_TABLE_CHAPTER, *STATEMENT_CHAPTERS]
     assert len(pages) >= 12, pages
     problems = {}
     for page in pages:
@@ -122,7 +70,7 @@ def test_the_executed_chapter_shows_its_markdown_table(small_book):
     """A ``text/markdown`` output with a table is rendered as an HTML table (gfm), not as pipes."""
     from bs4 import BeautifulSoup
 
-    soup = BeautifulSoup((small_book / f"{EXECUTED}.html").read_text(), "html.parser")
+    soup = BeautifulSoup((small_book / f"{EXECUTED_TABLE_CHAPTER}.html").read_text(), "html.parser")
     tables = [t for out in soup.select("div.cell_output") for t in out.select("table")]
     assert tables, "the relations table is not an HTML table in the chapter's outputs"
 
@@ -131,7 +79,7 @@ def test_the_executed_chapter_shows_its_markdown_table(small_book):
 @pytest.mark.skipif(not (FULL_BUILD / "index.html").exists(),
                     reason="no full build in _build/html (make book builds it); the small book is checked above")
 def test_every_page_of_the_full_build_renders():
-    pages = _toc_pages(TOC)
+    pages = toc_pages(TOC)
     problems = {}
     for page in pages:
         path = FULL_BUILD / f"{page}.html"
