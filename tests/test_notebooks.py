@@ -5,12 +5,20 @@ defines ``seed``, ``smoke`` and ``results_path``; run with ``smoke=True`` it fin
 writes a JSON object of its key numbers to ``results_path``, its outputs carry no
 noise a reader would see on the page (machine paths, Python warnings, progress bars), and
 every figure it shows is in its outputs as an image.
+
+The smoke runs use a kernel forked from a warm interpreter (``tests/warm_kernel.py``):
+the same ipykernel, a fresh namespace, without the 3-8 s of imports a cold kernel spends
+before the first cell works. ``tests/test_readme_own_data.py`` runs a notebook on the stock
+kernel, as a user does, and ``make book`` runs every notebook on it.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import nbformat
@@ -20,6 +28,34 @@ from book_noise import find_noise, notebook_output_text
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 REQUIRED_PARAMETERS = ("seed", "smoke", "results_path")
+
+
+WARM_KERNEL = Path(__file__).with_name("warm_kernel.py")
+
+
+@pytest.fixture(scope="session")
+def warm_kernel(tmp_path_factory):
+    """The name of a kernel spec whose kernels fork from a warm server (one server per test worker)."""
+    folder = tmp_path_factory.mktemp("warm-kernel")
+    address = folder / "socket"
+    server = subprocess.Popen([sys.executable, str(WARM_KERNEL), "serve", str(address)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    assert server.stdout.readline().strip() == "ready"
+    spec = folder / "kernels" / "dpkit-warm"
+    spec.mkdir(parents=True)
+    (spec / "kernel.json").write_text(json.dumps({
+        "argv": [sys.executable, str(WARM_KERNEL), "client", "-f", "{connection_file}"],
+        "display_name": "Python 3 (forked from a warm interpreter)", "language": "python",
+        "env": {"DPKIT_WARM_KERNEL": str(address)}}))
+    before = os.environ.get("JUPYTER_PATH")
+    os.environ["JUPYTER_PATH"] = os.pathsep.join(p for p in (str(folder), before) if p)
+    yield "dpkit-warm"
+    if before is None:
+        os.environ.pop("JUPYTER_PATH", None)
+    else:
+        os.environ["JUPYTER_PATH"] = before
+    server.stdin.close()
+    server.wait(timeout=60)
 
 
 def _ids(paths):
@@ -79,14 +115,14 @@ def _privacy_keys(value, prefix=""):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=_ids(NOTEBOOKS))
-def test_executes_in_smoke_setting(path, tmp_path):
+def test_executes_in_smoke_setting(path, tmp_path, warm_kernel):
     import papermill as pm
 
     results = tmp_path / "results.json"
     pm.execute_notebook(
         str(path), str(tmp_path / path.name),
         parameters={"smoke": True, "seed": 1, "results_path": str(results)},
-        cwd=str(path.parent), kernel_name="python3", progress_bar=False,
+        cwd=str(path.parent), kernel_name=warm_kernel, progress_bar=False,
         execution_timeout=300,
     )
     executed = _load(tmp_path / path.name)
