@@ -7,8 +7,6 @@ exit 1), never a traceback.
 
 from __future__ import annotations
 
-import signal
-
 import pytest
 
 from dpkit.cli import INTERRUPTED, failure_exit_code, failure_line, interrupted_line
@@ -16,18 +14,13 @@ from test_runs_failures import synth
 from test_runs_faults import ledger_entries
 
 
-def _ctrl_c_reaches_the_child():
-    """A terminal's foreground job gets SIGINT with its default action; a test runner's worker may ignore it
-    (inherited SIG_IGN makes Python skip its KeyboardInterrupt handler), so the child restores the default."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 def test_probe77_ctrl_c_is_one_line_with_the_resume_command_and_the_resume_is_whole(tmp_path):
     baseline = tmp_path / "baseline"
     assert synth(baseline).returncode == 0
     out = tmp_path / "run"
-    stopped = synth(out, fault="record-appended:2", env={"DPKIT_FAULT_SIGNAL": "INT"},
-                    preexec_fn=_ctrl_c_reaches_the_child)
+    # the run is forked from tests/warm_server.py, whose child restores Python's own SIGINT handler, as a
+    # terminal's foreground job has it (a test runner's worker may ignore SIGINT, and a child would inherit that)
+    stopped = synth(out, fault="record-appended:2", env={"DPKIT_FAULT_SIGNAL": "INT"})
     assert stopped.returncode == INTERRUPTED == 130
     assert "Traceback" not in stopped.stderr
     lines = [line for line in stopped.stderr.strip().splitlines() if "interrupted" in line]
