@@ -4,8 +4,8 @@ A notebook's smoke run spends 3-8 s of a fresh kernel importing ipykernel, torch
 transformers and sentence-transformers before its first cell does any work: about a
 fifth of the 24 smoke runs' time. ``tests/test_notebooks.py`` therefore runs them on a
 kernel spec whose command is this file's *client*; the client asks this file's *server*
-(one per test worker, started by the test module, with those modules imported and nothing
-of ``dpkit``) to fork a child that becomes the kernel:
+(one per test worker, started by the test module, with those modules imported and MiniLM and
+the spaCy pipeline loaded through dpkit's cached loaders) to fork a child that becomes the kernel:
 
 * the child takes the client's environment, working directory and standard streams
   (passed over a Unix socket), then runs ``ipykernel_launcher -f CONNECTION_FILE`` as the
@@ -72,6 +72,11 @@ def serve(path: str) -> None:
     """Import :data:`PRELOAD`, listen on ``path`` and fork a kernel per connection until stdin closes."""
     for name in PRELOAD:
         __import__(name)
+    from dpkit.dpst.triples import load_parser        # dpkit's cached loaders: a cell that loads them gets these
+    from dpkit.models.embed import load_embedder
+
+    load_embedder()
+    load_parser()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
     listener.listen(8)

@@ -2,9 +2,10 @@
 
 Started once per test worker by :mod:`warm_process`. It imports the heavy third-party
 modules a ``dpkit`` command line needs (torch, transformers, sentence-transformers, spaCy)
-and nothing of ``dpkit``, so a test's own patches (a fake text generator, a fake
-embedder) still apply before any ``dpkit`` module binds a name. Then, per request (one
-JSON line on stdin), it forks a child that:
+and loads MiniLM and the spaCy pipeline through dpkit's cached loaders, importing only
+``dpkit.models.embed`` and ``dpkit.dpst`` for that: a test's own patches (a fake text
+generator, a fake embedder) still apply before ``dpkit.cli`` or a method binds a name.
+Then, per request (one JSON line on stdin), it forks a child that:
 
 * takes the request's working directory and environment (``os.environ`` replaced whole);
 * has stdin on ``/dev/null`` and stdout/stderr on the request's files;
@@ -95,10 +96,25 @@ def _answer(message: dict) -> None:
     sys.stdout.flush()
 
 
+def _load_models() -> None:
+    """Load MiniLM and the spaCy pipeline through dpkit's own cached loaders, so every child has them.
+
+    Only ``dpkit.models.embed`` and ``dpkit.dpst`` are imported for it: ``dpkit.cli`` and the DP-KPS
+    method, which bind ``load_embedder`` by name, are imported in the child, after a test's fake
+    embedder has replaced it.
+    """
+    from dpkit.dpst.triples import load_parser
+    from dpkit.models.embed import load_embedder
+
+    load_embedder()
+    load_parser()
+
+
 def serve() -> None:
     """Answer requests until stdin closes."""
     for name in PRELOAD:
         __import__(name)
+    _load_models()
     _answer({"ready": True})
     for line in sys.stdin:
         request = json.loads(line)
