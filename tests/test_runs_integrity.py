@@ -88,17 +88,18 @@ def test_reopening_in_the_same_process_hands_the_lock_over(tmp_path):
 
 
 def test_configuration_and_input_mismatches_are_refused_by_name(tmp_path):
-    Run(tmp_path, params={"epsilon": 6.0, "n": 2}, input_digest="aaa").close()
+    DIGEST = "input-digest-not-hex"   # cannot occur by chance inside the manifest's hex digests (as "aaa" once did)
+    Run(tmp_path, params={"epsilon": 6.0, "n": 2}, input_digest=DIGEST).close()
     with pytest.raises(RunMismatchError, match="epsilon: 6.0 -> 3.0") as info:
-        Run(tmp_path, params={"epsilon": 3.0, "n": 2}, input_digest="aaa")
+        Run(tmp_path, params={"epsilon": 3.0, "n": 2}, input_digest=DIGEST)
     assert "n: 2" not in str(info.value)                                  # only what changed
     with pytest.raises(RunMismatchError, match="input: the input data differ"):
-        Run(tmp_path, params={"epsilon": 6.0, "n": 2}, input_digest="bbb")
+        Run(tmp_path, params={"epsilon": 6.0, "n": 2}, input_digest="other-input-digest")
     with pytest.raises(RunMismatchError, match="input digest absent now"):
         Run(tmp_path, params={"epsilon": 6.0, "n": 2})
-    assert json.loads((tmp_path / "private" / "input_digest.json").read_text()) == {"input_digest": "aaa"}
-    assert "aaa" not in (tmp_path / "manifest.json").read_text()
-    Run(tmp_path, params={"epsilon": 6.0, "n": 2}, input_digest="aaa")   # the same run resumes
+    assert json.loads((tmp_path / "private" / "input_digest.json").read_text()) == {"input_digest": DIGEST}
+    assert DIGEST not in (tmp_path / "manifest.json").read_text()
+    Run(tmp_path, params={"epsilon": 6.0, "n": 2}, input_digest=DIGEST)   # the same run resumes
     with pytest.raises(Exception, match="finite"):
         Run(tmp_path / "nan", params={"epsilon": float("nan")})
 
