@@ -14,18 +14,13 @@ from pathlib import Path
 import dpkit
 import nbformat
 import yaml
+from small_book import toc_pages
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def _toc_files() -> list[str]:
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    files = [toc["root"]]
-    for part in toc["parts"]:
-        for chapter in part["chapters"]:
-            files.append(chapter["file"])
-            files.extend(s["file"] for s in chapter.get("sections", []))
-    return files
+    return toc_pages(yaml.safe_load((ROOT / "_toc.yml").read_text()))
 
 
 def _sources() -> dict[str, str]:

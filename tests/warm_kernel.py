@@ -21,16 +21,18 @@ lock when it forks.
 
 from __future__ import annotations
 
-import atexit
 import json
 import os
 import select
 import signal
 import socket
 import sys
+import traceback
 
-PRELOAD = ("numpy", "scipy.special", "pandas", "sklearn.linear_model", "torch", "transformers", "sentence_transformers",
-           "ipykernel.kernelapp")
+import warm_server
+from warm_server import end_child, exit_code, load_models
+
+PRELOAD = (*warm_server.PRELOAD, "pandas", "ipykernel.kernelapp")
 
 
 # ------------------------------------------------------------------ the server
@@ -44,7 +46,7 @@ def _become_kernel(request: dict, fds: list[int]) -> None:
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(request["env"])
-        for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD):
+        for signum in (signal.SIGTERM, signal.SIGCHLD):
             signal.signal(signum, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.default_int_handler)
         sys.argv = ["ipykernel_launcher", *request["args"]]
@@ -54,29 +56,18 @@ def _become_kernel(request: dict, fds: list[int]) -> None:
         kernelapp.launch_new_instance()
         code = 0
     except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        code = exit_code(exc)
     except BaseException:  # noqa: BLE001 -- report it as the interpreter would, then exit 1
-        import traceback
-
         traceback.print_exc()
     finally:
-        try:
-            atexit._run_exitfuncs()
-            sys.stdout.flush()
-            sys.stderr.flush()
-        finally:
-            os._exit(code)
+        end_child(code)
 
 
 def serve(path: str) -> None:
     """Import :data:`PRELOAD`, listen on ``path`` and fork a kernel per connection until stdin closes."""
     for name in PRELOAD:
         __import__(name)
-    from dpkit.dpst.triples import load_parser        # dpkit's cached loaders: a cell that loads them gets these
-    from dpkit.models.embed import load_embedder
-
-    load_embedder()
-    load_parser()
+    load_models()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
     listener.listen(8)

@@ -35,7 +35,7 @@ PRELOAD = ("numpy", "scipy.special", "sklearn.linear_model", "torch", "transform
            "spacy", "llama_cpp")
 
 
-def _exit_code(exc: SystemExit) -> int:
+def exit_code(exc: SystemExit) -> int:
     if exc.code is None:
         return 0
     if isinstance(exc.code, int):
@@ -68,14 +68,14 @@ def _child(request: dict) -> int:
             sys.argv = ["-c", *request["args"]]
             exec(compile(request["code"], "<string>", "exec"), {"__name__": "__main__", "__builtins__": __builtins__})
     except SystemExit as exc:
-        return _exit_code(exc)
+        return exit_code(exc)
     except BaseException:  # noqa: BLE001 -- the interpreter's own rule: print it, exit 1
         traceback.print_exc()
         return 1
     return 0
 
 
-def _end(code: int) -> None:
+def end_child(code: int) -> None:
     """End a child: its ``atexit`` functions, its standard streams flushed, then ``os._exit``.
 
     Not the interpreter's full shutdown: with torch and transformers imported, collecting
@@ -96,7 +96,7 @@ def _answer(message: dict) -> None:
     sys.stdout.flush()
 
 
-def _load_models() -> None:
+def load_models() -> None:
     """Load MiniLM and the spaCy pipeline through dpkit's own cached loaders, so every child has them.
 
     Only ``dpkit.models.embed`` and ``dpkit.dpst`` are imported for it: ``dpkit.cli`` and the DP-KPS
@@ -114,7 +114,7 @@ def serve() -> None:
     """Answer requests until stdin closes."""
     for name in PRELOAD:
         __import__(name)
-    _load_models()
+    load_models()
     _answer({"ready": True})
     for line in sys.stdin:
         request = json.loads(line)
@@ -122,7 +122,7 @@ def serve() -> None:
         sys.stderr.flush()
         pid = os.fork()
         if pid == 0:
-            _end(_child(request))
+            end_child(_child(request))
         _answer({"pid": pid})
         _, status = os.waitpid(pid, 0)
         returncode = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
