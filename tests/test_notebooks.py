@@ -37,8 +37,8 @@ WARM_KERNEL = Path(__file__).with_name("warm_kernel.py")
 def warm_kernel(tmp_path_factory):
     """The name of a kernel spec whose kernels fork from a warm server (one server per test worker)."""
     folder = tmp_path_factory.mktemp("warm-kernel")
-    address = folder / "socket"
-    server = subprocess.Popen([sys.executable, str(WARM_KERNEL), "serve", str(address)], stdin=subprocess.PIPE,
+    address = f"dpkit-warm-kernel-{os.getpid()}-{folder.name}"   # an abstract socket name (tests/warm_kernel.py)
+    server = subprocess.Popen([sys.executable, str(WARM_KERNEL), "serve", address], stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, text=True)
     assert server.stdout.readline().strip() == "ready"
     spec = folder / "kernels" / "dpkit-warm"
@@ -46,7 +46,7 @@ def warm_kernel(tmp_path_factory):
     (spec / "kernel.json").write_text(json.dumps({
         "argv": [sys.executable, str(WARM_KERNEL), "client", "-f", "{connection_file}"],
         "display_name": "Python 3 (forked from a warm interpreter)", "language": "python",
-        "env": {"DPKIT_WARM_KERNEL": str(address)}}))
+        "env": {"DPKIT_WARM_KERNEL": address}}))
     before = os.environ.get("JUPYTER_PATH")
     os.environ["JUPYTER_PATH"] = os.pathsep.join(p for p in (str(folder), before) if p)
     yield "dpkit-warm"

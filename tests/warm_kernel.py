@@ -63,13 +63,18 @@ def _become_kernel(request: dict, fds: list[int]) -> None:
         end_child(code)
 
 
-def serve(path: str) -> None:
-    """Import :data:`PRELOAD`, listen on ``path`` and fork a kernel per connection until stdin closes."""
-    for name in PRELOAD:
-        __import__(name)
+def socket_address(name: str) -> str:
+    """The Unix socket address of ``name``: Linux's abstract namespace (no file, so no 107-byte path limit)."""
+    return "\0" + name
+
+
+def serve(name: str) -> None:
+    """Import :data:`PRELOAD`, listen on ``name`` and fork a kernel per connection until stdin closes."""
+    for module in PRELOAD:
+        __import__(module)
     load_models()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(path)
+    listener.bind(socket_address(name))
     listener.listen(8)
     print("ready", flush=True)
     children: dict[int, socket.socket] = {}                  # pid -> its client's connection
@@ -119,7 +124,7 @@ def serve(path: str) -> None:
 def client(args: list[str]) -> int:
     """Stand in for a kernel: have the server fork one with this process's streams; pass signals on."""
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    conn.connect(os.environ["DPKIT_WARM_KERNEL"])
+    conn.connect(socket_address(os.environ["DPKIT_WARM_KERNEL"]))
     request = {"args": args, "env": dict(os.environ), "cwd": os.getcwd()}
     socket.send_fds(conn, [json.dumps(request).encode()], [0, 1, 2])
     answers = conn.makefile("r")
