@@ -59,3 +59,9 @@ def test_a_child_past_its_timeout_is_killed():
     with pytest.raises(subprocess.TimeoutExpired):
         run("import time; time.sleep(60)", timeout=1)
     assert run("print(2)").stdout == "2\n"
+
+
+def test_a_child_that_cannot_start_exits_1_and_the_server_serves_on(tmp_path):
+    done = run("print(1)", cwd=tmp_path / "no such folder")
+    assert done.returncode == 1 and "FileNotFoundError" in done.stderr and done.stdout == ""
+    assert run("print(3)").stdout == "3\n"

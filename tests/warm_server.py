@@ -46,15 +46,15 @@ def exit_code(exc: SystemExit) -> int:
 
 def _child(request: dict) -> int:
     """Become the requested command line; its exit status (the caller exits the interpreter with it)."""
-    os.chdir(request["cwd"])
-    os.environ.clear()
-    os.environ.update(request["env"])
-    stdin = os.open(os.devnull, os.O_RDONLY)
+    stdin = os.open(os.devnull, os.O_RDONLY)           # the streams first: a later failure lands in stderr
     stdout = os.open(request["stdout"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     stderr = os.open(request["stderr"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     for source, target in ((stdin, 0), (stdout, 1), (stderr, 2)):
         os.dup2(source, target)
         os.close(source)
+    os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update(request["env"])
     signal.signal(signal.SIGINT, signal.default_int_handler)
     if request.get("fsize_limit") is not None:
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
@@ -121,8 +121,14 @@ def serve() -> None:
         sys.stdout.flush()
         sys.stderr.flush()
         pid = os.fork()
-        if pid == 0:
-            end_child(_child(request))
+        if pid == 0:                          # the child never returns to this loop, whatever happens
+            code = 1
+            try:
+                code = _child(request)
+            except BaseException:  # noqa: BLE001 -- a setup failure (a missing folder): report it, exit 1
+                traceback.print_exc()
+            finally:
+                end_child(code)
         _answer({"pid": pid})
         _, status = os.waitpid(pid, 0)
         returncode = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
