@@ -38,6 +38,7 @@ class Capture:
 def toy(monkeypatch):
     monkeypatch.setattr(method, "load_public_corpus", lambda **kw: CORPUS)
     monkeypatch.setattr(method, "DPST", functools.partial(DPST, embedder=EMBEDDER))
+    monkeypatch.setattr(method, "TopicDPST", functools.partial(method.TopicDPST, embedder=EMBEDDER))
 
 
 def _release(name_label, backend):

@@ -45,9 +45,9 @@ def watch(monkeypatch, owner, name, out, log, reader):
     monkeypatch.setattr(owner, name, wrapped)
 
 
-def synth(out, method):
+def synth(out, method, *extra):
     return main(["synth", method, "--input", SAMPLE, "--text-column", "text", "--label-column", "label",
-                 "--epsilon", "4", "--out", str(out), "--smoke"])
+                 "--epsilon", "4", "--out", str(out), "--smoke", *extra])
 
 
 @pytest.fixture(autouse=True)
@@ -71,10 +71,24 @@ def test_kps_charges_before_it_reads(tmp_path, monkeypatch):
     assert kde == on_disk(out)  # nothing was charged after the last read
 
 
-def test_dpst_charges_before_it_reads(tmp_path, monkeypatch):
+@pytest.mark.parametrize("variant, text_charge", [("topic", "dpst: topic triples"),
+                                                  ("document", "dpst: document-level triples")])
+def test_dpst_charges_before_it_reads(tmp_path, monkeypatch, variant, text_charge):
+    """The topic variant's randomized response over neighbourhoods reads the private triples too: it is
+    told apart from the label's by the mechanism's name."""
     out, log = tmp_path / "run", []
     watch(monkeypatch, DPST, "prepare", out, log, "triples")
-    watch(monkeypatch, RandomizedResponse, "sample", out, log, "label")
-    assert synth(out, "dpst") == 0
-    assert first_read(log, "triples") == ["dpst: document-level triples"]
-    assert first_read(log, "label") == ["dpst: document-level triples", "dpst: label by randomized response"]
+    real_sample = RandomizedResponse.sample
+
+    def sample(self, category, rng):
+        log.append(("label" if self.name == "label" else "topic", on_disk(out)))
+        return real_sample(self, category, rng)
+
+    monkeypatch.setattr(RandomizedResponse, "sample", sample)
+    assert synth(out, "dpst", "--set", f"variant={variant}") == 0
+    assert first_read(log, "triples") == [text_charge]
+    assert first_read(log, "label") == [text_charge, "dpst: label by randomized response"]
+    if variant == "topic":
+        assert first_read(log, "topic") == [text_charge]
+    else:
+        assert not [reader for reader, _ in log if reader == "topic"]

@@ -198,6 +198,7 @@ RULES: dict[str, tuple[str, Callable, tuple[str, ...]]] = {
     "dpst_triple": ("DP-ST", _dpst, ("dpst_triple", "dpst_neighbourhood")),
     "dpst_neighbourhood": ("DP-ST", _dpst, ("dpst_triple", "dpst_neighbourhood", "dpst_no_triple")),
     "dpst_document": ("DP-ST", _dpst, ("dpst_document", "dpst_no_triple")),
+    "dpst_topic": ("DP-ST", _randomized_response, ("dpst_topic",)),
     "randomized_response": ("labels", _randomized_response, ("dpst_label",)),
     "laplace": ("privacy core", _additive_noise, ("laplace",)),
     "exponential": ("privacy core", _exponential, ("exponential",)),

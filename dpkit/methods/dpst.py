@@ -1,9 +1,16 @@
 """DP-ST as a method: each document replaced by public triples, then rewritten by an LLM.
 
-Wraps :class:`dpkit.dpst.privatize.DPST` in its document-level variant (a fixed
-number of triple slots, each chosen by exponential mechanisms over PUBLIC
-triples: pure epsilon-DP for any change of the document) and the Table 3-shaped
-reconstruction of :mod:`dpkit.dpst.reconstruct`. The label of a labelled record
+Two mechanisms, both pure epsilon-DP for any change of the document (``variant``):
+
+* ``"topic"`` (default): :class:`dpkit.dpst.topic.TopicDPST` -- the public
+  neighbourhood nearest the document's triples, released by k-ary randomized
+  response, then public triples of that neighbourhood;
+* ``"document"``: :class:`dpkit.dpst.privatize.DPST`'s document-level variant (a
+  fixed number of triple slots, each chosen by exponential mechanisms over PUBLIC
+  triples), the variant of every stored comparison cell made before the topic variant.
+
+The released triples are rewritten by the Table 3-shaped reconstruction of
+:mod:`dpkit.dpst.reconstruct`. The label of a labelled record
 is released through k-ary randomized response (:mod:`dpkit.methods.labels`)
 with ``label_share`` of epsilon, so the record (text and label) is protected.
 
@@ -26,6 +33,7 @@ import numpy as np
 
 from dpkit.dpst.corpus import load_public_corpus, read_public_texts
 from dpkit.dpst.privatize import DPST, MAX_PARSER_CHARS, Prepared, PrivateDocument, document_contract
+from dpkit.dpst.topic import TopicDPST, topic_contract
 from dpkit.dpst.reconstruct import clean_output, reconstruction_messages, reconstruction_voice
 from dpkit.methods.base import (PrivacyStatement, Records, Release, check_inputs, checkpoint, config_dict,
                                 generate_keyed)
@@ -57,6 +65,8 @@ STATEMENT = PrivacyStatement(
 
 
 _MECHANISM = inspect.signature(DPST).parameters          # the mechanism's defaults are the one set
+_TOPIC = inspect.signature(TopicDPST).parameters
+VARIANTS = ("topic", "document")
 _CORPUS = inspect.signature(load_public_corpus).parameters
 
 
@@ -71,6 +81,9 @@ class Config:
 
     epsilon: float
     label_share: float = 0.1           # part of epsilon for the label (labelled input only)
+    variant: str = "topic"             # "topic" (TopicDPST) or "document" (DPST's document-level variant)
+    topic_triples: int = _TOPIC["triples"].default  # topic variant: public triples released per document
+    topic_pool: int = _TOPIC["pool"].default        # topic variant: drawn from this many nearest the centroid
     slots: int = _MECHANISM["slots"].default
     max_triples: int = _MECHANISM["max_triples"].default
     k: int = _CORPUS["k"].default                    # neighbourhoods of the public triple corpus
@@ -91,6 +104,9 @@ class Config:
 
     def __post_init__(self):
         check_positive("epsilon", self.epsilon)
+        check_choice("variant", self.variant, VARIANTS)
+        check_int("topic_triples", self.topic_triples, minimum=1)
+        check_int("topic_pool", self.topic_pool, minimum=self.topic_triples)
         check_in_range("label_share", self.label_share, 0.0, 1.0, low_open=True, high_open=True)
         check_int("slots", self.slots, minimum=1)      # the mechanism's parameters, checked before any run
         check_int("max_triples", self.max_triples, minimum=1)
@@ -133,13 +149,18 @@ class Config:
 
 
 def charges(config: Config, n_labels: int, n_records: int | None = None) -> tuple[Charge, ...]:
-    """The release's privacy charges, declared once from public parameters: the document-level triples
-    (:func:`~dpkit.dpst.privatize.document_contract`) and, for labelled input (``n_labels`` > 0), the label's
+    """The release's privacy charges, declared once from public parameters: the triples (the topic variant's
+    :func:`~dpkit.dpst.topic.topic_contract` or the document variant's
+    :func:`~dpkit.dpst.privatize.document_contract`) and, for labelled input (``n_labels`` > 0), the label's
     randomized response, each parallel over the ``n_records`` records (None: unknown, counted as one)."""
     eps_text, eps_label = config.budgets(n_labels > 0)
     groups = max(1, n_records or 1)
-    text = Charge("dpst: document-level triples",
-                  document_contract(eps_text, config.slots, config.neighbourhood_share, config.k), groups=groups)
+    if config.variant == "topic":
+        text = Charge("dpst: topic triples", topic_contract(eps_text, config.k, config.topic_triples,
+                                                            config.topic_pool), groups=groups)
+    else:
+        text = Charge("dpst: document-level triples",
+                      document_contract(eps_text, config.slots, config.neighbourhood_share, config.k), groups=groups)
     if n_labels <= 0:
         return (text,)
     label = Charge("dpst: label by randomized response", label_contract(n_labels, eps_label, text.contract.unit),
@@ -163,6 +184,15 @@ def own_public_texts(config: Config) -> list[str] | None:
     return read_public_texts(config.public_corpus, "public_corpus")
 
 
+def build_mechanism(config: Config, corpus, eps_text: float):
+    """The configured text mechanism over ``corpus`` at ``eps_text``: :class:`TopicDPST` or :class:`DPST`."""
+    if config.variant == "topic":
+        return TopicDPST(corpus, eps_text, triples=config.topic_triples, pool=config.topic_pool,
+                         max_triples=config.max_triples, scorer=config.tie_scorer, max_chars=config.max_chars)
+    return DPST(corpus, eps_text, "document", slots=config.slots, max_triples=config.max_triples,
+                neighbourhood_share=config.neighbourhood_share, scorer=config.tie_scorer, max_chars=config.max_chars)
+
+
 def synthesize(records: Records, config: Config, run, backend, seed_sequence: np.random.SeedSequence) -> Release:
     """A DP-ST release of ``records``: one output per record, epsilon-DP per record (pure, replace-one)."""
     check_inputs(records, config, Config, seed_sequence)
@@ -171,9 +201,7 @@ def synthesize(records: Records, config: Config, run, backend, seed_sequence: np
     ledger = release_ledger(run, config)  # every charge below is checked against the budget
     declared = charges(config, len(records.label_set) if records.labelled else 0, len(records))
     corpus = load_public_corpus(k=config.k, n_articles=config.n_articles, texts=own_public_texts(config))
-    mechanism = DPST(corpus, eps_text, "document", slots=config.slots, max_triples=config.max_triples,
-                     neighbourhood_share=config.neighbourhood_share, scorer=config.tie_scorer,
-                     max_chars=config.max_chars)
+    mechanism = build_mechanism(config, corpus, eps_text)
 
     def private_part():  # each charge is on the ledger (and on disk, in a run) before the reads it pays for
         charge = ledger.charge(declared[0])  # privatize_prepared checks it is this mechanism's contract
@@ -185,7 +213,7 @@ def synthesize(records: Records, config: Config, run, backend, seed_sequence: np
         labels = None
         if records.labelled:
             ledger.charge(declared[1])
-            label_mechanism = RandomizedResponse(len(records.label_set), eps_label)  # built once, not per record
+            label_mechanism = RandomizedResponse(len(records.label_set), eps_label, name="label")  # built once, not per record
             labels = [label_mechanism.sample(y, generator(seed_sequence, 1, i)) for i, y in enumerate(records.labels)]
         return {"triples": triples, "labels": labels, "contract": mechanism.contract.to_dict()}
 

@@ -241,7 +241,7 @@ class PrivacyContract:
             if abs(steps - round(steps)) < 1e-9 and round(steps) >= 1:
                 return dp_event.DiscreteLaplaceDpEvent(noise_parameter=float(p.get("grid", 1.0)) / p["scale"],
                                                       sensitivity=int(round(steps)))
-        if self.kind == "randomized_response" and isinstance(p.get("k"), int) and p["k"] >= 2 and self.epsilon:
+        if self.kind in ("randomized_response", "dpst_topic") and isinstance(p.get("k"), int) and p["k"] >= 2 and self.epsilon:
             # k-ary RR keeps w.p. e^eps/(e^eps+k-1): dp_accounting's event with noise k/(e^eps+k-1), k buckets
             return dp_event.RandomizedResponseDpEvent(noise_parameter=p["k"] / (math.exp(self.epsilon) + p["k"] - 1),
                                                       num_buckets=p["k"])

@@ -29,6 +29,7 @@ __all__ = ["AuditCase", "AuditSpec", "register", "specs", "get", "unavailable", 
 
 ADAPTER_MODULES = ("dpkit.audit.mechanism.adapters.core", "dpkit.audit.mechanism.adapters.kps",
                    "dpkit.audit.mechanism.adapters.privpred", "dpkit.audit.mechanism.adapters.dpst",
+                   "dpkit.audit.mechanism.adapters.dpst_topic",
                    "dpkit.audit.mechanism.adapters.broken", "dpkit.audit.mechanism.adapters.invisibleink")
 
 
