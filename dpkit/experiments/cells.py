@@ -44,7 +44,8 @@ from dpkit.textmetrics import measure_texts
 DOCUMENT_TYPES = {"rotten_tomatoes": "one-sentence movie review", "health_tweets": "health news tweet",
                   "medical": "medical exam question", "commons_speeches": "speech in the UK House of Commons",
                   "online_questions": "question someone asked online",
-                  "everyday_situations": "short description of an everyday situation"}
+                  "everyday_situations": "short description of an everyday situation",
+                  "everyday_problems": "short problem someone wants to solve"}
 #: Classes kept per data set (the largest ones): two wherever a data set has more.
 N_CLASSES = {"health_tweets": 2, "medical": 2}
 #: What every stored cell says it is (its ``note``).
