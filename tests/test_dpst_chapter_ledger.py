@@ -27,3 +27,14 @@ def test_totals_per_relation():
     assert "same neighbourhoods" in chapter.all_releases.unit
     with pytest.raises(ParameterError, match="mechanism"):
         chapter.charge("not a mechanism", 3, "x")
+
+
+def test_a_topic_release_counts_for_any_two_documents():
+    from dpkit.dpst.topic import TopicDPST
+
+    chapter = ChapterLedger()
+    chapter.charge(DPST(CORPUS, 2.0, "document", embedder=EMBEDDER), 30, "doc, eps 2")
+    chapter.charge(TopicDPST(CORPUS, 1.5, embedder=EMBEDDER), 30, "topic, eps 1.5")
+    assert chapter.totals() == {"document_variant_any_two_documents": pytest.approx(3.5),
+                                "all_releases_narrow_relation": pytest.approx(3.5),
+                                "all_releases_any_two_documents": pytest.approx(3.5)}

@@ -102,7 +102,7 @@ def test_record_audit_composes_text_and_label():
     from dpkit.audit.mechanism.pair_loss import discrete_pair_loss
     from dpkit.dpst import DPST
 
-    dpst = DPST(document_corpus(RECORD_CROWD), 0.9, variant="document", slots=1)
+    dpst = DPST(document_corpus(RECORD_CROWD), 1.0 - LABEL_SHARE, variant="document", slots=1)
     e = np.eye(4)
     p0, p1 = document_log_probabilities(dpst, e[0]), document_log_probabilities(dpst, e[1])
     text_loss = discrete_pair_loss(list(p0.values()), [p1[t] for t in p0])

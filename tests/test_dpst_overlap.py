@@ -53,3 +53,21 @@ def test_data_free_limit_matches_releases_at_tiny_epsilon_and_not_at_large():
     # the same seed for two data sets: near-uniform draws pick the same candidates
     same = positional_agreement(release(texts_a, 1e-6, 1), release(texts_b, 1e-6, 1))
     assert same > positional_agreement(release(texts_a, 1e-6, 1), release(texts_b, 1e-6, 2)) + 0.3
+
+
+def test_topic_variant_data_free_limit_uses_its_pool():
+    from dpkit.dpst.topic import TopicDPST
+
+    corpus, embedder = toy_corpus(k=4)
+    assert data_free_overlap(corpus, 50, pool=1) > data_free_overlap(corpus, 50)  # fewer candidates: more overlap
+    with pytest.raises(ParameterError, match="pool"):
+        data_free_overlap(corpus, 50, pool=0)
+    texts_a = ["The mayor opened a new bridge.", "The council approved the budget."] * 100
+    texts_b = ["Doctors treated the patients.", "The flu spread in schools."] * 100
+
+    def release(texts, eps, seed):
+        return TopicDPST(corpus, eps, triples=1, pool=3, embedder=embedder).privatize_batch(
+            texts, np.random.default_rng(seed))
+
+    tiny = triple_overlap(release(texts_a, 1e-6, 1), release(texts_b, 1e-6, 2)).a_in_b
+    assert abs(tiny - data_free_overlap(corpus, 200, pool=3)) < 0.15

@@ -66,8 +66,9 @@ def triple_overlap(a, b) -> TripleOverlap:
                          distinct_a=len(sa), distinct_b=len(sb))
 
 
-def data_free_overlap(corpus, n_triples: int) -> float:
-    """Expected ``a_in_b`` of two releases in the limit epsilon -> 0 of the document variant.
+def data_free_overlap(corpus, n_triples: int, pool: int | None = None) -> float:
+    """Expected ``a_in_b`` of two releases in the limit epsilon -> 0 of the document variant
+    (``pool=None``) or of the topic variant (``pool``: its public pool per neighbourhood).
 
     There each slot's neighbourhood is uniform over the ``k`` centroids and its triple uniform
     inside the neighbourhood, whatever the data: triple ``t`` of neighbourhood ``C`` is drawn
@@ -75,8 +76,17 @@ def data_free_overlap(corpus, n_triples: int) -> float:
     ``n_triples`` independent draws of release ``b`` with probability ``1 - (1 - p(t))^n``, so
     the expected share is ``sum_t p(t) (1 - (1 - p(t))^n)``. A function of the public corpus
     only: the part of an overlap that the mechanism makes at small epsilon, for any two data sets.
+
+    The topic variant at epsilon -> 0 draws its neighbourhood uniformly and its triples from the
+    ``pool`` members nearest the centroid: ``|C|`` becomes ``min(pool, |C|)``. Its triples of one
+    document are drawn without replacement; counting every released triple as an independent draw
+    makes this an approximation there (exact for one triple per document).
     """
     sizes = np.array([len(corpus.members(c)) for c in range(corpus.k)], dtype=np.float64)
+    if pool is not None:
+        if int(pool) < 1:
+            raise ParameterError("pool", pool, "must be a positive number of triples, or None")
+        sizes = np.minimum(sizes, int(pool))
     p = 1.0 / (corpus.k * sizes)                         # per triple of each neighbourhood
     n = int(n_triples)
     if n < 1:

@@ -5,14 +5,14 @@ release over many documents costs each document the release's epsilon
 (parallel composition); two releases of the same documents add up (sequential
 composition, pure DP: basic composition, delta = 0).
 
-The two variants guarantee different things (:mod:`dpkit.dpst.privatize`):
-the document variant covers *any* two documents, the neighbourhood variant
+The variants guarantee different things (:mod:`dpkit.dpst.privatize`,
+:mod:`dpkit.dpst.topic`): the document and topic variants cover *any* two documents, the neighbourhood variant
 only documents with the same number of triples lying pairwise in the same
 neighbourhoods (its loss is unbounded for all other pairs). So the totals are
 kept for two relations:
 
-* ``document_variant``: the document-variant releases only, valid for any two
-  documents;
+* ``document_variant``: the document- and topic-variant releases only, valid for
+  any two documents;
 * ``all_releases``: every release, valid only under the neighbourhood variant's
   narrow relation (a document-variant contract holds for every pair, hence also
   for those: it is restated under the narrow unit, a weakening).
@@ -36,15 +36,16 @@ class ChapterLedger:
         self.releases: list[dict] = []
 
     def charge(self, mechanism, n_documents: int, label: str) -> None:
-        """Record one release: ``mechanism`` (a :class:`~dpkit.dpst.privatize.DPST`) applied to
-        ``n_documents`` documents, each privatized alone."""
+        """Record one release: ``mechanism`` (a :class:`~dpkit.dpst.privatize.DPST` or a
+        :class:`~dpkit.dpst.topic.TopicDPST`) applied to ``n_documents`` documents, each privatized alone."""
         from dpkit.dpst.privatize import DPST
+        from dpkit.dpst.topic import TopicDPST
 
-        if not isinstance(mechanism, DPST):
-            raise ParameterError("mechanism", mechanism, "must be a dpkit.dpst.DPST")
+        if not isinstance(mechanism, (DPST, TopicDPST)):
+            raise ParameterError("mechanism", mechanism, "must be a dpkit.dpst.DPST or a dpkit.dpst.topic.TopicDPST")
         n_documents = check_int("n_documents", n_documents, minimum=1)
         contract = mechanism.contract
-        if mechanism.variant == "document":
+        if mechanism.variant in ("document", "topic"):
             self.document_variant.spend_parallel(contract, label, groups=n_documents)
             narrow = DPST(mechanism.corpus, mechanism.epsilon, "neighbourhood").contract.unit
             contract = contract.replace(unit=narrow)

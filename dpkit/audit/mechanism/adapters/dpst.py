@@ -26,7 +26,7 @@ CROWD = 24  # candidates of neighbourhood A that sit at e2 (and of B at e3)
 DOCUMENT_CROWD = 40  # document variant: crowd inside A, and neighbourhoods whose centroid sits at e2
 NO_TRIPLE_TEXTS = ("Hello there!", "Thanks, see you.")  # no subject-verb-object triple in either
 LABELS = 2           # the label audits: two labels (randomized response's loss is epsilon for every k)
-LABEL_SHARE = 0.1    # the record audit: the label's part of epsilon (dpkit synth dpst's default label_share)
+LABEL_SHARE = 0.3    # the record audit: the label's part of epsilon (dpkit synth dpst's default label_share)
 RECORD_CROWD = 24    # the record audit's crowd: 49 texts x 2 labels, few enough outcomes for the set family
 
 
