@@ -26,7 +26,7 @@ from typing import Sequence
 import numpy as np
 
 from dpkit import methods  # the method modules load PyTorch on first use, not on import (dpkit --help)
-from dpkit.validate import MAX_EPSILON, check_int
+from dpkit.validate import MAX_EPSILON, check_choice, check_int
 
 #: The epsilon at which a pipeline runs for the "epsilon = infinity" (noise off) column.
 NOISE_OFF_EPSILON = MAX_EPSILON  # the largest budget a Config accepts; cells stored before the cap ran at 1e6
@@ -68,6 +68,10 @@ class Sizes:
     # that benchmarks/dpst_rewrite_prefix.py measured at load 6-7).
     dpst_reconstruct: bool = False
     dpst_label_share: float = 0.5    # part of DP-ST's per-record epsilon for its randomized-response label
+    # DP-ST's mechanism: "document" (the slot variant, which made every cell stored before the topic variant) or
+    # "topic" (dpkit.dpst.topic, the default of `dpkit synth dpst`). A later field: a cell's stored sizes name it
+    # only when it is not "document" (results.LATER_SIZES), so the cells stored before it stay current.
+    dpst_variant: str = "document"
     pp_per_class: int = 0            # private prediction's texts per label; 0: per_class (a preset may afford fewer)
     pp_max_new_tokens: int = 0       # private prediction's tokens per text; 0: max_new_tokens
 
@@ -76,6 +80,7 @@ class Sizes:
         check_int("max_new_tokens", self.max_new_tokens, minimum=1)
         check_int("pp_per_class", self.pp_per_class, minimum=0)
         check_int("pp_max_new_tokens", self.pp_max_new_tokens, minimum=0)
+        check_choice("dpst_variant", self.dpst_variant, methods.dpst.VARIANTS)
 
     @classmethod
     def smoke(cls) -> "Sizes":
@@ -96,6 +101,7 @@ def configs(epsilon: float, sizes: Sizes, *, document_type: str, vocabulary: str
                         temperature=sizes.pp_temperature, top_k=sizes.pp_top_k,
                         max_new_tokens=sizes.pp_max_new_tokens or sizes.max_new_tokens, document_type=document_type),
         "dpst": methods.dpst.Config(epsilon=eps, k=sizes.dpst_k, reconstruct=sizes.dpst_reconstruct,
+                            variant=sizes.dpst_variant,
                             label_share=sizes.dpst_label_share, max_new_tokens=sizes.max_new_tokens,
                             document_type=document_type),
     }
