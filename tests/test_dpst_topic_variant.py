@@ -18,6 +18,7 @@ from dpkit.privacy import PrivacyLedger
 from dpkit.privacy.randomized_response import keep_probability
 from dpkit.seeds import root_sequence
 from dpkit.validate import ParameterError
+from test_dpst_topic import Capture  # a backend that records the chats and writes "A text."
 
 CORPUS, EMBEDDER = toy_corpus(k=4)
 
@@ -107,20 +108,6 @@ def test_the_broken_twin_reads_the_pool_from_the_private_text():
     out0 = set(case.mechanism(case.d0, 300, np.random.default_rng(0)))
     out1 = set(case.mechanism(case.d1, 300, np.random.default_rng(0)))
     assert "A0 sits at e1" in out0 - out1 and "A1 sits at e2" in out1 - out0
-
-
-class Capture:
-    name, remote, model = "capture", False, "capture"
-
-    def __init__(self):
-        self.chats = []
-
-    def generate_batch(self, prompts, **generation):
-        self.chats += list(prompts)
-        return ["A text." for _ in prompts]
-
-    def describe(self):
-        return {"name": self.name, "model": self.model}
 
 
 def test_the_method_uses_the_topic_variant_by_default(monkeypatch):

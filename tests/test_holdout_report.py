@@ -37,6 +37,9 @@ README_TABLES = [
     ("holdout-after", None),
     ("holdout-situations", lambda t: t.splitlines()[2].startswith("| everyday_situations (held out) | real data |")),
     ("holdout-kps", lambda t: "| DP-KPS | 8 | 5 |" in t),
+    ("holdout-problems", lambda t: t.splitlines()[2].startswith("| everyday_problems (held out) | real data |")),
+    ("holdout-situations-topic", lambda t: "| DP-ST | 8 | 5 |" in t and "DP-KPS" not in t),
+    ("holdout-topic", lambda t: "| DP-ST | 8 | 5 |" in t and "DP-KPS" not in t),
 ]
 
 

@@ -48,7 +48,9 @@ def test_first_texts_follow_the_release_order_per_label(tmp_path):
     assert first_texts(tmp_path, "kps") == []
 
 
-@pytest.mark.parametrize("stored", [STORED, ROOT / "results" / "heldout-situations"], ids=lambda p: p.name)
+@pytest.mark.parametrize("stored", [STORED] + [ROOT / "results" / name for name in
+                                             ("heldout-situations", "heldout-situations-topic", "heldout-problems")],
+                         ids=lambda p: p.name)
 def test_the_readme_quotes_the_stored_table(stored):
     if not (stored / "results.jsonl").exists():
         pytest.skip(f"the held-out 1,000-row runs of {stored.name} are not stored")
