@@ -40,6 +40,7 @@ README_TABLES = [
     ("holdout-problems", lambda t: t.splitlines()[2].startswith("| everyday_problems (held out) | real data |")),
     ("holdout-situations-topic", lambda t: "| DP-ST | 8 | 5 |" in t and "DP-KPS" not in t),
     ("holdout-topic", lambda t: "| DP-ST | 8 | 5 |" in t and "DP-KPS" not in t),
+    ("infinity-topic", lambda t: "| DP-ST | ∞ | 5 |" in t and "DP-KPS" not in t),
 ]
 
 

@@ -221,6 +221,13 @@ PRESETS: dict[str, Preset] = {
                        max_per_class=1200, test_fraction=200 / 1200,
                        estimate="ESTIMATE, not measured: about 4 minutes on the idle 2-core CPU (the holdout "
                                 "preset's sizes, 10 data-set seeds)"),
+    # DP-ST's topic variant with the noise off, on the infinity preset's data sets and sizes (its stored DP-ST cells
+    # are the slot variant's): DP-ST alone.
+    "infinity-topic": Preset("infinity-topic", ("rotten_tomatoes", "health_tweets"), (math.inf,), SEEDS,
+                             Sizes(per_class=8, max_new_tokens=40, pp_per_class=2, pp_max_new_tokens=24,
+                                   dpst_reconstruct=True, dpst_variant="topic", dpst_label_share=0.3),
+                             max_per_class=1200, test_fraction=200 / 1200, methods=("dpst",),
+                             estimate="ESTIMATE, not measured: a few minutes (10 data-set seeds of 16 rewrites)"),
     # The larger model against the bundled one (--model): the two LLM-based methods at one seed, epsilon 4 and
     # infinity, 20 texts of 48 tokens per label (private prediction: 2 texts of 32 tokens per label, s = 8).
     "model-probe": Preset("model-probe", ("rotten_tomatoes", "health_tweets"), (4.0, math.inf), (0,),
