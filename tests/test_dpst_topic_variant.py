@@ -122,6 +122,9 @@ def test_the_method_uses_the_topic_variant_by_default(monkeypatch):
     assert kinds == ["dpst_topic", "randomized_response"]
     assert [e["contract"]["epsilon"] for e in release.ledger.entries] == pytest.approx([6.0, 2.0])
     assert [c.contract.kind for c in method.charges(config, 2, 2)] == kinds
+    from dpkit.methods.release import method_title
+
+    assert method_title(release) == "DP-ST (private semantic triples, topic variant)"
     with pytest.raises(ParameterError, match="variant"):
         method.Config(epsilon=8.0, variant="paper")
     with pytest.raises(ParameterError, match="topic_pool"):

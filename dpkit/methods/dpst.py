@@ -57,8 +57,10 @@ STATEMENT = PrivacyStatement(
     unit_meaning="one record (a document with its label); each output depends on its own record only (local "
                  "DP), and the number of records is public",
     measure="pure epsilon-DP per record (delta = 0)",
-    sensitivity="exponential mechanisms with utility clip(cos, 0, 1) in [0, 1] (sensitivity 1) per triple slot, "
-                "over public centroids then public triples; the label by k-ary randomized response",
+    sensitivity="by the variant in config.json: topic, k-ary randomized response over the public centroids on the "
+                "document's nearest one (sensitivity 1: the topic changes); document, exponential mechanisms with "
+                "utility clip(cos, 0, 1) in [0, 1] (sensitivity 1) per triple slot, over public centroids then public "
+                "triples; the label by k-ary randomized response",
     output_size="one output per input record (n is public under replace-one)",
     labels="each output's label is the record's label released by k-ary randomized response",
 )

@@ -29,7 +29,16 @@ from dpkit.validate import ParameterError
 
 RELEASE_FILES = ("synthetic.jsonl", "privacy_report.md", "config.json")
 METHOD_TITLES = {"kps": "DP-KPS (private keyphrase seeds)", "pp": "Private prediction (private batched decoding)",
-                 "dpst": "DP-ST (private semantic triples, document-level variant)"}
+                 "dpst": "DP-ST (private semantic triples)"}
+#: DP-ST's variants by the ``variant`` of its configuration, named in the report's title.
+DPST_VARIANTS = {"topic": "topic variant", "document": "document-level variant"}
+
+
+def method_title(release: Release) -> str:
+    """The report's title: the method's name, and for DP-ST the variant its configuration ran."""
+    title = METHOD_TITLES.get(release.method, release.method)
+    variant = DPST_VARIANTS.get(str(release.config.get("variant"))) if release.method == "dpst" else None
+    return f"{title[:-1]}, {variant})" if variant else title
 
 
 def _mode_line(reproducible: bool) -> str:
@@ -64,7 +73,7 @@ def privacy_report(release: Release, public: dict) -> str:
     delta = "0 (pure DP)" if release.delta == 0 else f"{release.delta:g}"
     lines = [
         _mode_line(bool(release.reproducible)), "",
-        f"# Privacy report: {METHOD_TITLES.get(release.method, release.method)}", "",
+        f"# Privacy report: {method_title(release)}", "",
         "| | |", "|---|---|",
         f"| method | `{release.method}` |",
         f"| neighbouring relation | {neighbouring} (one {unit}) |",
