@@ -129,3 +129,24 @@ def test_the_method_uses_the_topic_variant_by_default(monkeypatch):
         method.Config(epsilon=8.0, variant="paper")
     with pytest.raises(ParameterError, match="topic_pool"):
         method.Config(epsilon=8.0, topic_triples=4, topic_pool=3)
+
+
+@pytest.mark.parametrize("k", [2, 4, 50, 500])
+@pytest.mark.parametrize("epsilon", [0.01, 1.0, 5.6, 40.0])
+def test_a_document_without_triples_is_within_e_epsilon_of_every_document(k, epsilon):
+    """The uniform draw of a document without triples against randomized response on any topic: the largest
+    log-ratio over outputs and both orders is at most epsilon (the theorem of the DP-ST evaluation chapter)."""
+    from dpkit.privacy.randomized_response import log_probabilities
+
+    uniform = np.full(k, -math.log(k))
+    with_topic = log_probabilities(0, k, epsilon)
+    assert np.max(np.abs(with_topic - uniform)) <= epsilon * (1 + 1e-12)
+    assert np.max(np.abs(with_topic - log_probabilities(k - 1, k, epsilon))) == pytest.approx(epsilon, rel=1e-9)
+
+
+def test_a_document_without_triples_draws_its_neighbourhood_uniformly():
+    m = make(40.0, triples=1, pool=1)
+    empty = Prepared(["private"] * 4_000, [[]] * 4_000, np.zeros((0, CORPUS.dim), np.float32))
+    released = [CORPUS.labels[int(d.corpus_ids[0])] for d in m.privatize_prepared(empty, np.random.default_rng(3))]
+    counts = np.bincount(released, minlength=CORPUS.k)
+    assert counts.min() > 0.85 * 4_000 / CORPUS.k and counts.max() < 1.15 * 4_000 / CORPUS.k

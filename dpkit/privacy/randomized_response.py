@@ -45,9 +45,10 @@ def log_probabilities(category: int, k: int, epsilon: float) -> np.ndarray:
     category = check_int("category", category, minimum=0, maximum=k - 1)
     if k == 1:
         return np.zeros(1)
-    keep = keep_probability(k, epsilon)
-    out = np.full(k, math.log1p(-keep) - math.log(k - 1))
-    out[category] = math.log(keep)
+    epsilon = check_positive("epsilon", epsilon)
+    log_normaliser = math.log1p((k - 1) * math.exp(-epsilon))  # log((e^eps + k - 1) / e^eps), stable at any eps
+    out = np.full(k, -epsilon - log_normaliser)                  # each other category: 1 / (e^eps + k - 1)
+    out[category] = -log_normaliser                              # the true one: e^eps / (e^eps + k - 1)
     return out
 
 

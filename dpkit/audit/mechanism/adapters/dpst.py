@@ -19,7 +19,8 @@ from dpkit.audit.mechanism.pair_loss import discrete_pair_loss
 from dpkit.audit.mechanism.registry import AuditCase, AuditSpec, register
 from dpkit.dpst import DPST, Prepared, TripleCorpus, sample_in_neighbourhood
 from dpkit.dpst.mechanism import log_probabilities
-from dpkit.methods.labels import keep_probability, randomized_responses
+from dpkit.methods.labels import randomized_responses
+from dpkit.privacy.randomized_response import log_probabilities as rr_log_probabilities
 
 DIM = 4
 CROWD = 24  # candidates of neighbourhood A that sit at e2 (and of B at e3)
@@ -164,14 +165,6 @@ def no_triple_case(epsilon: float, bug: str | None = None) -> AuditCase:
         why_worst_case="two different documents in which no triple is found (both have n = 0 triples, so "
                        "they are neighbours under the neighbourhood-aware relation): whatever is released "
                        "for them must not depend on the text")
-
-
-def rr_log_probabilities(label: int, k: int, epsilon: float) -> np.ndarray:
-    """Exact log P(output o) of k-ary randomized response on ``label``, o = 0..k-1."""
-    keep = keep_probability(k, epsilon)
-    out = np.full(k, np.log1p(-keep) - np.log(k - 1))
-    out[label] = np.log(keep)
-    return out
 
 
 def label_case(epsilon: float) -> AuditCase:
