@@ -150,6 +150,16 @@ def test_everyday_problems_join_two_kinds():
     assert not set(ds.train_texts) & set(ds.test_texts)
 
 
+def test_general_questions_join_two_kinds():
+    from dpkit.data.general_questions import load_general_questions, question_kind_counts
+
+    assert question_kind_counts() == {"encyclopedic": 3270, "everyday": 1221}
+    ds = load_general_questions(seed=0, max_per_class=300)
+    assert ds.label_names == ("encyclopedic", "everyday")
+    assert all(len(t.split()) >= 3 for t in ds.train_texts + ds.test_texts)
+    assert not set(ds.train_texts) & set(ds.test_texts)
+
+
 def test_commons_speeches_keep_the_two_largest_parties_without_the_chair():
     from dpkit.data.commons import commons_party_counts, load_commons_speeches
 
@@ -168,7 +178,8 @@ def test_commons_speeches_keep_the_two_largest_parties_without_the_chair():
 
 def test_registry_names():
     assert set(LOADERS) == {"medical", "rotten_tomatoes", "health_tweets", "news", "commons_speeches",
-                            "online_questions", "everyday_situations", "everyday_problems"}
+                            "online_questions", "everyday_situations", "everyday_problems",
+                            "general_questions"}
     assert set(PRIVATE) | set(PUBLIC) == set(LOADERS) and not set(PRIVATE) & set(PUBLIC)
     ds = load_dataset("medical", n_classes=3, max_per_class=10)
     assert ds.name == "medical" and len(ds.label_names) == 3

