@@ -7,7 +7,8 @@ split as CSV files, then for each repeat and method runs
     python -m dpkit synth METHOD --input train.csv --text-column text --label-column label \
         --epsilon 8 --document-type "<the data set's document type>" --out <out>/rep-R/METHOD
 
-with nothing else set: the method's default sizes, the local model on the default runtime, and
+with nothing else set (unless ``--set KEY=VALUE`` passes a configuration field to every run): the
+method's default sizes, the local model on the default runtime, and
 no ``--seed``, so every run is a DP release with noise from fresh OS entropy (each repeat is an
 independent release, not a seeded replay). Each run is followed by
 
@@ -22,7 +23,7 @@ The summary gives per method the mean over repeats with a t interval. The target
 per method on the 2-core machine and 0.65 balanced accuracy.
 
 Run: ``python benchmarks/heldout_rows.py --out DIR [--dataset NAME] [--rows 1000] [--repeats 1]
-[--methods kps,pp,dpst] [--epsilon 8] [--timeout 1800] [--smoke]``.
+[--methods kps,pp,dpst] [--epsilon 8] [--timeout 1800] [--smoke] [--set KEY=VALUE ...]``.
 """
 
 from __future__ import annotations
@@ -76,7 +77,8 @@ def one(method: str, repeat: int, args, train: Path, test: Path, document_type: 
     out = args.out / f"rep-{repeat}" / method
     synth = [sys.executable, "-m", "dpkit", "synth", method, "--input", str(train), "--text-column", "text",
              "--label-column", "label", "--epsilon", f"{args.epsilon:g}", "--document-type", document_type,
-             "--out", str(out)] + (["--smoke"] if args.smoke else [])
+             "--out", str(out)] + (["--smoke"] if args.smoke else []) + [
+                 flag for setting in args.set for flag in ("--set", setting)]
     load_before = os.getloadavg()[0]
     status, text, wall = run(synth, args.timeout)
     row = {"method": method, "repeat": repeat, "status": status, "wall_s": round(wall, 1),
@@ -134,6 +136,9 @@ def main(argv=None) -> dict:
     parser.add_argument("--epsilon", type=float, default=8.0)
     parser.add_argument("--timeout", type=float, default=2 * TARGET_S)
     parser.add_argument("--smoke", action="store_true", help="the methods' smoke sizes (plumbing only)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="passed on to every dpkit synth run (a configuration field; repeatable), e.g. to "
+                             "measure a default before it changed: --set no_repeat_ngram=0")
     args = parser.parse_args(argv)
     from dpkit.experiments.cells import DOCUMENT_TYPES
 
@@ -147,7 +152,7 @@ def main(argv=None) -> dict:
         "commit": subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip(),
         "machine": platform.node(), "cpu_count": os.cpu_count(), "python": platform.python_version(),
         "dataset": args.dataset, "document_type": document_type, "epsilon": args.epsilon, **sizes,
-        "methods": args.methods, "repeats": args.repeats, "smoke": args.smoke}, indent=1))
+        "methods": args.methods, "repeats": args.repeats, "smoke": args.smoke, "set": args.set}, indent=1))
     print(f"{args.dataset}: {sizes['train_rows']} training rows, {sizes['test_rows']} test rows; "
           f"document type {document_type!r}; epsilon {args.epsilon:g}", flush=True)
     for repeat in range(args.repeats):
@@ -165,6 +170,7 @@ def main(argv=None) -> dict:
                   f"load {row['load_before']:.1f}->{row['load_after']:.1f} texts {ev.get('n_synthetic')} "
                   f"balanced accuracy {ba if ba is None else round(ba, 3)} (real {ev.get('real', {}).get('balanced_accuracy', {}).get('estimate')}) "
                   f"assistant talk {tm.get('assistant_talk')} short {tm.get('short_texts')} "
+                  f"looping {tm.get('looping_texts')} duplicates {tm.get('duplicate_texts')} "
                   f"k-NN P/R {tm.get('knn_precision')}/{tm.get('knn_recall')} AUROC {tm.get('auroc_real_vs_synthetic')} "
                   f"{row.get('error', '')}", flush=True)
     summary = summarize(rows)

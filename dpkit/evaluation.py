@@ -201,6 +201,8 @@ def _release_document_type(synthetic_path: str) -> str | None:
 _MEASURE_ROWS = (
     ("assistant talk (public pattern list)", "assistant_talk", "{:.1%}"),
     ("texts under 3 words", "short_texts", "{:.1%}"),
+    ("looping texts (a word pair 3+ times)", "looping_texts", "{:.1%}"),
+    ("texts repeating an earlier text", "duplicate_texts", "{:.1%}"),
     ("distinct-1", "distinct_1", "{:.3f}"),
     ("distinct-2", "distinct_2", "{:.3f}"),
     ("words per text, mean", "words_mean", "{:.1f}"),

@@ -9,7 +9,8 @@ import pytest
 from dpkit.textmetrics import TEXT_METRICS, measure_texts
 from dpkit.textmetrics.detect import real_vs_synthetic_auroc
 from dpkit.textmetrics.knn import knn_precision_recall, radii
-from dpkit.textmetrics.surface import distinct_n, length_report, short_share, tokens
+from dpkit.textmetrics.surface import (distinct_n, duplicate_share, length_report, looping_share, pair_repeats,
+                                      short_share, tokens)
 from dpkit.validate import ParameterError
 
 
@@ -89,6 +90,26 @@ def test_distinct_n_counts_ngrams_exactly():
 
 def test_short_share_counts_texts_under_three_words():
     assert short_share(["I can't", "Nytimes", "", "a real tweet here", "three words here"]) == pytest.approx(3 / 5)
+
+
+def test_looping_and_duplicate_shares_count_exactly():
+    loop = "NytimesHealth: NytimesHealth: NytimesHealth: NytimesHealth"   # the pair occurs 3 times
+    assert pair_repeats(loop) == 3 and pair_repeats("a b a b") == 2 and pair_repeats("") == 0
+    assert looping_share([loop, "a b a b", "A new study of sleep.", "x"]) == 0.25
+    assert duplicate_share(["A b", "a  B", "c", "A b "]) == 0.5 and duplicate_share(["x", "y"]) == 0.0
+    assert math.isnan(looping_share([])) and math.isnan(duplicate_share([]))
+
+
+def test_the_duplicate_share_catches_the_fifth_sets_repeated_puzzle():
+    """The finding of the fifth held-out set (results/heldout-problems): 16 arithmetic texts of private
+    prediction, 12 of them copies of one famous puzzle; the measure reads it as 12 of 32 texts."""
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "results/heldout-problems/rep-0/pp/release/synthetic.jsonl"
+    texts = [json.loads(line)["text"] for line in path.read_text().splitlines()]
+    assert len(texts) == 32 and duplicate_share(texts) == 12 / 32
+    assert looping_share(texts) == 3 / 32    # "non-toxic, non-toxic, ..." twice, "a limited number" 3 times
 
 
 def test_length_report_is_zero_for_equal_lengths_and_grows_with_the_gap():

@@ -7,7 +7,8 @@ import torch
 
 from dpkit.backends.base import Backend, GenerationParams
 from dpkit.models.voice import (BANNED_OPENINGS, DEFAULT_PREFILL, DecodingRules, OpeningBan, Voice, banned_next,
-                                cut_at_stop, document_voice, opening_sequences, split_prefill, with_voice)
+                                check_no_repeat_ngram, cut_at_stop, document_voice, opening_sequences,
+                                repeated_ngram_next, split_prefill, with_voice)
 from dpkit.privacy.marks import Public, is_sealed
 from dpkit.validate import ParameterError
 
@@ -88,6 +89,41 @@ def test_decoding_rules_are_functions_of_the_text_tokens_only():
     # the same tokens give the same answer, however often and in whatever order it is asked
     assert rules.blocked(_tok("Hi")) == rules.blocked(_tok("Hi"))
     assert not DecodingRules(_tok, _detok, 200, [0]).active
+
+
+def _ngrams(ids, n):
+    return [tuple(ids[i:i + n]) for i in range(len(ids) - n + 1)]
+
+
+def test_no_repeat_ngram_blocks_exactly_the_tokens_that_would_repeat_an_ngram():
+    # "ab" occurred followed by "c" and by "d": after "...ab" both are blocked, nothing else
+    assert repeated_ngram_next(_tok("abcxabdyab"), 3) == {ord("c"), ord("d")}
+    assert repeated_ngram_next(_tok("abcab"), 3) == {ord("c")}
+    assert repeated_ngram_next(_tok("abcab"), 4) == set()       # "cab" never occurred before the end
+    assert repeated_ngram_next(_tok("ab"), 3) == set() and repeated_ngram_next(_tok("aaaa"), 0) == set()
+    assert repeated_ngram_next(_tok("aa"), 2) == {ord("a")}
+    # brute force: a token is blocked iff appending it makes some n-gram occur twice
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        ids = [int(x) for x in rng.integers(97, 100, size=int(rng.integers(0, 12)))]
+        n = int(rng.integers(2, 5))
+        base = set(_ngrams(ids, n))
+        for t in range(97, 100):
+            fresh_repeat = len(ids) + 1 >= n and tuple((ids + [t])[-n:]) in base
+            assert (t in repeated_ngram_next(ids, n)) == fresh_repeat, (ids, n, t)
+
+
+def test_no_repeat_ngram_in_the_rules_and_its_bad_values():
+    rules = DecodingRules(_tok, _detok, 200, [0], no_repeat_ngram=3)
+    assert rules.active and rules.blocked(_tok("abcab")) == {ord("c")}
+    assert check_no_repeat_ngram(0) == 0 and check_no_repeat_ngram(4) == 4
+    for bad in (1, -1, 2.5, "3"):
+        with pytest.raises(ParameterError, match="no_repeat_ngram"):
+            check_no_repeat_ngram(bad)
+    from dpkit.methods.pp import Config
+    assert Config(epsilon=8.0).no_repeat_ngram == 3 and Config(epsilon=8.0).settings().no_repeat_ngram == 3
+    with pytest.raises(ParameterError, match="no_repeat_ngram"):
+        Config(epsilon=8.0, no_repeat_ngram=1)
 
 
 # ------------------------------------------------------------------ through a backend
@@ -195,6 +231,20 @@ def test_private_decoding_under_the_voice_keeps_the_public_row_independent_and_o
         assert len(ex.token_ids) >= 4 or ex.complete     # no end before the public minimum length
         assert not any(ex.text.startswith(p) for p in BANNED_OPENINGS)
         assert "\n" not in ex.text and '"' not in ex.text
+
+
+@pytest.mark.slow
+def test_private_decoding_never_repeats_an_ngram_under_the_rule(lm):
+    from dpkit.privpred import DecodeSettings, decode_batch
+
+    private, public = _rows(lm, ["A warm, funny film.", "Great acting.", "I loved it.", "Charming."])
+    # a sharp decoder (s far below the rows present) on 40 tokens: without the rule it may loop
+    for n in (2, 3):
+        st = DecodeSettings(expected_batch_size=1, clip=2, temperature=0.5, max_private_tokens=40,
+                            max_new_tokens=40, top_k=10, no_repeat_ngram=n)
+        for seed in range(2):
+            ids = decode_batch(lm, private, public, st, np.random.default_rng(seed)).examples[0].token_ids
+            assert len(set(_ngrams(ids, n))) == len(_ngrams(ids, n)), (n, seed, ids)
 
 
 @pytest.mark.slow

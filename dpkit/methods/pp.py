@@ -88,6 +88,7 @@ class Config(PrivatePredictionConfig):
     banned: tuple[str, ...] = BANNED_OPENINGS
     min_new_tokens: int = 8
     finish_public: bool = True          # at the cap r the text goes on from the public row (post-processing)
+    no_repeat_ngram: int = 3            # no 3-gram twice in a text: the loops of a sharp decoder are cut off
 
     def __post_init__(self):
         if self.max_examples_per_batch != 1:

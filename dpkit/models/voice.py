@@ -36,6 +36,7 @@ from typing import Callable, Iterable, Sequence
 
 from dpkit.privacy.marks import Public
 from dpkit.textmetrics.assistant import is_assistant_talk
+from dpkit.textmetrics.surface import MAX_PAIR_REPEATS, pair_repeats as repeats  # noqa: F401 (re-exported)
 from dpkit.validate import ParameterError, check_int
 
 #: Assistant openings a document of the data never starts with (public list; case as written, and
@@ -207,12 +208,37 @@ class OpeningBan:
         return banned_next(generated, self.sequences)
 
 
+def repeated_ngram_next(generated: Sequence[int], n: int) -> set[int]:
+    """Tokens that would complete an ``n``-gram the text already holds (``n`` >= 2; 0 = no rule).
+
+    With ``g = generated``, the tokens ``g[i + n - 1]`` for every earlier ``i`` whose
+    ``g[i : i + n - 1]`` equals the text's last ``n - 1`` tokens. A function of the generated
+    (released) tokens and the public ``n`` only. It stops the loops a sharp decoder falls into
+    ("A New Normal: A New Normal: ..."): no ``n``-gram occurs twice in a text it shapes.
+    """
+    if not n or len(generated) < n:
+        return set()
+    g = [int(t) for t in generated]
+    tail = g[len(g) - n + 1:]
+    return {g[i + n - 1] for i in range(len(g) - n + 1) if g[i:i + n - 1] == tail}
+
+
+def check_no_repeat_ngram(n) -> int:
+    """``n`` if it is 0 (no rule) or an integer of at least 2; ParameterError naming it otherwise."""
+    n = check_int("no_repeat_ngram", n, minimum=0)
+    if n == 1:
+        raise ParameterError("no_repeat_ngram", n, "must be 0 (no rule) or at least 2 (1 would forbid any "
+                                                   "repeated token)")
+    return n
+
+
 class DecodingRules:
     """A voice's rules bound to one tokenizer, for decoders that pick one token at a time.
 
     ``blocked(tokens)``: the token ids that may not come next after the text's
     ``tokens`` (a banned opening's completing token; before ``min_new_tokens``
-    tokens, the end tokens and every token whose text holds a stop sequence).
+    tokens, the end tokens and every token whose text holds a stop sequence; with
+    ``no_repeat_ngram`` n, every token that would repeat an n-gram of the text).
     ``ended(tokens)``: a stop sequence occurred. ``cut(text)``: the text up to it.
     All three are functions of the text's own tokens and public constants only:
     in private prediction every row (public and private) continues the same
@@ -221,8 +247,9 @@ class DecodingRules:
 
     def __init__(self, tokenize: Callable[[str], list[int]], detokenize: Callable[[Sequence[int]], str],
                  vocab_size: int, end_ids: Sequence[int], *, stop: Sequence[str] = (),
-                 banned: Sequence[str] = (), min_new_tokens: int = 0):
+                 banned: Sequence[str] = (), min_new_tokens: int = 0, no_repeat_ngram: int = 0):
         self.ban = OpeningBan.build(tokenize, banned)
+        self.no_repeat_ngram = check_no_repeat_ngram(no_repeat_ngram)
         self.stop = _strings("stop", stop)
         self.min_new_tokens = check_int("min_new_tokens", min_new_tokens, minimum=0)
         self.end_ids = frozenset(int(t) for t in end_ids)
@@ -232,7 +259,7 @@ class DecodingRules:
 
     @property
     def active(self) -> bool:
-        return bool(self.ban.sequences or self.stop or self.min_new_tokens)
+        return bool(self.ban.sequences or self.stop or self.min_new_tokens or self.no_repeat_ngram)
 
     def stop_tokens(self) -> frozenset[int]:
         """Token ids whose own text holds a stop sequence (computed once)."""
@@ -246,6 +273,8 @@ class DecodingRules:
         out = self.ban(tokens)
         if len(tokens) < self.min_new_tokens:
             out |= self.end_ids | self.stop_tokens()
+        if self.no_repeat_ngram:
+            out |= repeated_ngram_next(tokens, self.no_repeat_ngram)
         return out
 
     def ended(self, tokens: Sequence[int]) -> bool:
@@ -261,19 +290,7 @@ MAX_KEYPHRASE_SHARE = 0.6
 #: Fewer words than this is not a document (the text measures' "short" threshold).
 MIN_WORDS = 3
 
-#: A word pair that occurs this often in one text is a loop of the decoder, not a document.
-MAX_PAIR_REPEATS = 3
-
 _WORD = re.compile(r"[\w'-]+")
-
-
-def repeats(text: str) -> int:
-    """How often the most frequent pair of consecutive words occurs in ``text`` (case-folded)."""
-    words = [w.lower() for w in _WORD.findall(str(text))]
-    counts: dict = {}
-    for pair in zip(words, words[1:]):
-        counts[pair] = counts.get(pair, 0) + 1
-    return max(counts.values(), default=0)
 
 
 #: The reasons of :func:`redraw_reason`, worst first: a redrawn text that still fails replaces the old one

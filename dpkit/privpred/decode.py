@@ -51,10 +51,11 @@ query), and no example is started that its longest form would not fit into the
 remaining ``max_steps``. All of these stopping rules depend on the released
 tokens and public constants only.
 
-The voice's text rules (``stop``, ``banned``, ``min_new_tokens``;
+The voice's text rules (``stop``, ``banned``, ``min_new_tokens``, ``no_repeat_ngram``;
 :class:`dpkit.models.voice.DecodingRules`) remove candidates before the top-k is
-taken -- the token completing a banned assistant opening, and before the public
-minimum length the end tokens and tokens holding a stop sequence -- and end an
+taken -- the token completing a banned assistant opening, before the public
+minimum length the end tokens and tokens holding a stop sequence, and every token
+that would repeat an n-gram the text already holds -- and end an
 example at a stop sequence. They read the released tokens only, so every row
 (public and private) sees the same restriction; the draw is then the
 exponential mechanism over a public candidate set. ``finish_public``: an example
@@ -80,7 +81,7 @@ from typing import Callable, Sequence
 import numpy as np
 import torch
 
-from dpkit.models.voice import DecodingRules
+from dpkit.models.voice import DecodingRules, check_no_repeat_ngram
 from dpkit.privacy.invisibleink import DEFAULT_VARIANT, check_variant
 from dpkit.privpred.grammar import JsonGrammar, compile_grammar
 from dpkit.privpred.invisibleink import sample_invisibleink_token_from_sum, topk_plus_candidates
@@ -137,6 +138,7 @@ class DecodeSettings:
     banned: tuple[str, ...] = ()      # stop sequences, banned openings, no end before min_new_tokens,
     min_new_tokens: int = 0           # and, at the cap r, the text finished from the public row alone
     finish_public: bool = False
+    no_repeat_ngram: int = 0          # no n-gram twice in a text (0: no rule), by the released tokens alone
 
     def __post_init__(self):
         s = check_positive("expected_batch_size", self.expected_batch_size)
@@ -162,6 +164,7 @@ class DecodeSettings:
         object.__setattr__(self, "stop", tuple(self.stop))
         object.__setattr__(self, "banned", tuple(self.banned))
         check_int("min_new_tokens", self.min_new_tokens, minimum=0)
+        check_no_repeat_ngram(self.no_repeat_ngram)
         if not isinstance(self.finish_public, bool):
             raise ParameterError("finish_public", self.finish_public, "must be True or False")
         if self.grammar is not None and not isinstance(self.grammar, JsonGrammar):
@@ -251,12 +254,13 @@ _STOP_TOKENS: dict = {}
 
 def _text_rules(lm, settings: DecodeSettings, vocab: int):
     """The voice's :class:`~dpkit.models.voice.DecodingRules` on ``lm``'s tokenizer (None when unset)."""
-    if not (settings.stop or settings.banned or settings.min_new_tokens):
+    if not (settings.stop or settings.banned or settings.min_new_tokens or settings.no_repeat_ngram):
         return None
     tok = lm.tokenizer
     rules = DecodingRules(lambda t: tok(t, add_special_tokens=False)["input_ids"],
                           lambda ids: tok.decode(list(ids), skip_special_tokens=True), vocab, lm.eos_token_ids,
-                          stop=settings.stop, banned=settings.banned, min_new_tokens=settings.min_new_tokens)
+                          stop=settings.stop, banned=settings.banned, min_new_tokens=settings.min_new_tokens,
+                          no_repeat_ngram=settings.no_repeat_ngram)
     if settings.stop and settings.min_new_tokens:   # the vocabulary scan once per model and stop list
         key = (id(lm), settings.stop)
         if key not in _STOP_TOKENS:

@@ -147,6 +147,7 @@ class PrivatePredictionConfig:
     banned: tuple[str, ...] = _DECODING["banned"]  # every row: stop sequences, banned openings, no end before
     min_new_tokens: int = _DECODING["min_new_tokens"]  # min_new_tokens, and at the cap r the text finished from
     finish_public: bool = _DECODING["finish_public"]  # the public row alone (post-processing)
+    no_repeat_ngram: int = _DECODING["no_repeat_ngram"]  # no n-gram twice in a text, by the released tokens
 
     def __post_init__(self):
         check_variant(self.variant)
@@ -188,7 +189,8 @@ class PrivatePredictionConfig:
             max_new_tokens=self.max_new_tokens, max_examples=self.max_examples_per_batch,
             max_steps=self.max_steps_per_batch, grammar=self.grammar, private_cache_rows=self.private_cache_rows,
             private_chunk_rows=self.private_chunk_rows, variant=self.variant, stop=self.stop, banned=self.banned,
-            min_new_tokens=self.min_new_tokens, finish_public=self.finish_public)
+            min_new_tokens=self.min_new_tokens, finish_public=self.finish_public,
+            no_repeat_ngram=self.no_repeat_ngram)
 
     def contract(self):
         """Theorem 1's contract at the cap ``r`` (not at the tokens a run happens to use)."""

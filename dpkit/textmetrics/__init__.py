@@ -7,6 +7,8 @@ real test texts):
 ``assistant_talk``             share of texts in which the model talks as an assistant
                                (:mod:`dpkit.textmetrics.assistant`, a public pattern list)
 ``short_texts``                share of texts under 3 words
+``looping_texts``              share of texts in which a word pair occurs 3 times or more
+``duplicate_texts``            share of texts that repeat an earlier text of the set
 ``distinct_1/2``               distinct unigrams / bigrams over all texts (Li et al. 2016);
                                ``real_distinct_1/2``: the same on as many real texts
 ``words_mean/median``          words per text; ``real_words_mean/median`` for the real set
@@ -31,13 +33,13 @@ import numpy as np
 from dpkit.textmetrics.assistant import ASSISTANT_PATTERNS, assistant_share, is_assistant_talk
 from dpkit.textmetrics.detect import real_vs_synthetic_auroc
 from dpkit.textmetrics.knn import DEFAULT_K, knn_precision_recall
-from dpkit.textmetrics.surface import distinct_n, length_report, short_share
+from dpkit.textmetrics.surface import distinct_n, duplicate_share, length_report, looping_share, short_share
 from dpkit.validate import ParameterError
 
 __all__ = ["ASSISTANT_PATTERNS", "TEXT_METRICS", "assistant_share", "is_assistant_talk", "measure_texts"]
 
 #: The measures of :func:`measure_texts`, in the order reports show them.
-TEXT_METRICS = ("assistant_talk", "short_texts", "distinct_1", "distinct_2", "real_distinct_1", "real_distinct_2",
+TEXT_METRICS = ("assistant_talk", "short_texts", "looping_texts", "duplicate_texts", "distinct_1", "distinct_2", "real_distinct_1", "real_distinct_2",
                 "words_mean", "words_median", "real_words_mean", "real_words_median", "length_ks",
                 "length_wasserstein", "knn_precision", "knn_recall", "knn_k", "auroc_real_vs_synthetic")
 
@@ -71,6 +73,7 @@ def measure_texts(synthetic: Sequence[str], real: Sequence[str], *, embedder=Non
     same_size = [real[i] for i in np.unique(np.linspace(0, len(real) - 1, min(len(synthetic), len(real)))
                                              .round().astype(int))]
     out = {"assistant_talk": assistant_share(synthetic, document_type), "short_texts": short_share(synthetic),
+           "looping_texts": looping_share(synthetic), "duplicate_texts": duplicate_share(synthetic),
            "distinct_1": distinct_n(synthetic, 1), "distinct_2": distinct_n(synthetic, 2),
            "real_distinct_1": distinct_n(same_size, 1), "real_distinct_2": distinct_n(same_size, 2)}
     out.update(length_report(synthetic, real))

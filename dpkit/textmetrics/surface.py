@@ -8,6 +8,12 @@
   1.0: no n-gram repeats; near 0: the same few words over and over. It falls as a set
   grows, so compare sets of the same size (:func:`length_report` leaves that to the
   caller; :func:`dpkit.textmetrics.measure_texts` compares equal numbers of texts).
+* :func:`looping_share`: the share of texts in which one pair of consecutive words
+  occurs :data:`MAX_PAIR_REPEATS` (3) times or more -- the loop a sharp decoder falls
+  into ("NytimesHealth: NytimesHealth: NytimesHealth: ..."), not a document.
+* :func:`duplicate_share`: the share of texts that repeat an earlier text of the same set
+  (case and spacing ignored): 1 minus distinct texts over texts. A set that repeats one
+  famous text reads as one text, whatever its size.
 * :func:`length_report`: words per text of the synthetic and the real texts (mean,
   median), the two-sample Kolmogorov-Smirnov statistic (the largest gap between the
   two empirical distribution functions, 0 = same, 1 = disjoint) and the Wasserstein-1
@@ -48,6 +54,33 @@ def distinct_n(texts: Sequence[str], n: int) -> float:
     n = check_int("n", n, minimum=1)
     grams = [tuple(words[i:i + n]) for words in map(tokens, texts) for i in range(len(words) - n + 1)]
     return len(set(grams)) / len(grams) if grams else float("nan")
+
+
+#: A word pair that occurs this often in one text is a loop of the decoder, not a document.
+MAX_PAIR_REPEATS = 3
+
+_LOOP_WORD = re.compile(r"[\w'-]+")
+
+
+def pair_repeats(text: str) -> int:
+    """How often the most frequent pair of consecutive words occurs in ``text`` (case-folded)."""
+    words = [w.lower() for w in _LOOP_WORD.findall(str(text))]
+    counts: dict = {}
+    for pair in zip(words, words[1:]):
+        counts[pair] = counts.get(pair, 0) + 1
+    return max(counts.values(), default=0)
+
+
+def looping_share(texts: Sequence[str]) -> float:
+    """Share of ``texts`` in which a pair of consecutive words occurs :data:`MAX_PAIR_REPEATS` times or more;
+    nan for none."""
+    return float(np.mean([pair_repeats(t) >= MAX_PAIR_REPEATS for t in texts])) if len(texts) else float("nan")
+
+
+def duplicate_share(texts: Sequence[str]) -> float:
+    """Share of ``texts`` equal to an earlier one (lower-cased, spacing collapsed); nan for none."""
+    keys = [" ".join(str(t).lower().split()) for t in texts]
+    return 1.0 - len(set(keys)) / len(keys) if keys else float("nan")
 
 
 def length_report(synthetic: Sequence[str], real: Sequence[str]) -> dict:
