@@ -309,3 +309,23 @@ def test_a_missing_named_model_exits_2_before_any_folder(tmp_path, monkeypatch, 
     monkeypatch.chdir(tmp_path)
     assert main(["experiment", "compare", "--preset", "tiny", "--model", "qwen2.5-coder-1.5b"]) == 2
     assert "make model-qwen" in capsys.readouterr().err and not (tmp_path / "results").exists()
+
+
+def test_later_sizes_keep_earlier_cells_current_and_reach_the_method_config():
+    """A field added to Sizes after cells were stored is named in a cell's sizes only when a preset sets another
+    value than the one every earlier cell was made at; the value reaches the method's Config."""
+    from dpkit.experiments.compare import configs
+
+    for field, earlier in results.LATER_SIZES.items():
+        assert getattr(Sizes(), field) == earlier
+        assert field not in TINY.public_sizes()["sizes"]
+    general = results.get_preset("holdout-general")
+    assert general.public_sizes()["sizes"]["pp_no_repeat_ngram"] == 3
+    assert general.public_sizes()["sizes"]["dpst_variant"] == "topic"
+    assert configs(8.0, Sizes(), document_type="x")["pp"].no_repeat_ngram == 0          # as stored cells were made
+    assert configs(8.0, general.sizes, document_type="x")["pp"].no_repeat_ngram == 3     # as dpkit synth pp runs
+    # no stored cell names a later field at its earlier value
+    from pathlib import Path
+    for path in (Path(__file__).resolve().parents[1] / "results" / "compare").glob("*/*.json"):
+        sizes = json.loads(path.read_text()).get("sizes", {}).get("sizes", {})
+        assert all(sizes.get(f, object()) != v for f, v in results.LATER_SIZES.items()), path

@@ -72,6 +72,9 @@ class Sizes:
     # "topic" (dpkit.dpst.topic, the default of `dpkit synth dpst`). A later field: a cell's stored sizes name it
     # only when it is not "document" (results.LATER_SIZES), so the cells stored before it stay current.
     dpst_variant: str = "document"
+    # private prediction's no-repeat rule (dpkit.models.voice.repeated_ngram_next): 0, as every cell stored before
+    # it was made; `dpkit synth pp` defaults to 3. A later field, like dpst_variant (results.LATER_SIZES).
+    pp_no_repeat_ngram: int = 0
     pp_per_class: int = 0            # private prediction's texts per label; 0: per_class (a preset may afford fewer)
     pp_max_new_tokens: int = 0       # private prediction's tokens per text; 0: max_new_tokens
 
@@ -99,7 +102,8 @@ def configs(epsilon: float, sizes: Sizes, *, document_type: str, vocabulary: str
         "pp": methods.pp.Config(epsilon=eps, n_batches=sizes.pp_per_class or sizes.per_class,
                         expected_batch_size=sizes.pp_batch_size, clip=sizes.pp_clip,
                         temperature=sizes.pp_temperature, top_k=sizes.pp_top_k,
-                        max_new_tokens=sizes.pp_max_new_tokens or sizes.max_new_tokens, document_type=document_type),
+                        max_new_tokens=sizes.pp_max_new_tokens or sizes.max_new_tokens, document_type=document_type,
+                        no_repeat_ngram=sizes.pp_no_repeat_ngram),
         "dpst": methods.dpst.Config(epsilon=eps, k=sizes.dpst_k, reconstruct=sizes.dpst_reconstruct,
                             variant=sizes.dpst_variant,
                             label_share=sizes.dpst_label_share, max_new_tokens=sizes.max_new_tokens,
