@@ -101,7 +101,7 @@ def test_one_configuration_per_method_with_one_set_of_defaults():
         # pp: a release states delta and writes one text per batch; it also turns on the voice's public decoding
         # rules (dpkit.models.voice), which the library config keeps off so that the derivation chapters decode
         # exactly as the seed paper does
-        voice = {"stop", "banned", "min_new_tokens", "finish_public"}
+        voice = {"stop", "banned", "min_new_tokens", "finish_public", "no_repeat_ngram"}
         shared = set(own) & set(release) - {"delta", "max_examples_per_batch"} - voice
         assert shared and all(own[name] == release[name] for name in shared)
     from dpkit.privpred.decode import DecodeSettings
