@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from dpkit.experiments.rows_report import first_texts, load_rows, rows_table
+from dpkit.experiments.rows_report import before_after_table, first_texts, load_rows, rows_table
 
 ROOT = Path(__file__).resolve().parents[1]
 STORED = ROOT / "results" / "heldout-questions"
@@ -49,10 +49,51 @@ def test_first_texts_follow_the_release_order_per_label(tmp_path):
 
 
 @pytest.mark.parametrize("stored", [STORED] + [ROOT / "results" / name for name in
-                                             ("heldout-situations", "heldout-situations-topic", "heldout-problems")],
+                                             ("heldout-situations", "heldout-situations-topic", "heldout-problems",
+                                              "heldout-general")],
                          ids=lambda p: p.name)
 def test_the_readme_quotes_the_stored_table(stored):
     if not (stored / "results.jsonl").exists():
         pytest.skip(f"the held-out 1,000-row runs of {stored.name} are not stored")
     table = rows_table(load_rows(stored))
     assert table in (ROOT / "README.md").read_text()
+
+
+def _store(folder, texts, looping, duplicates, ba=0.7):
+    release = folder / "rep-0" / "pp" / "release"
+    release.mkdir(parents=True)
+    (release / "synthetic.jsonl").write_text("".join(json.dumps({"label": "a", "text": t}) + "\n" for t in texts))
+    row = _row("pp", 0, ba)
+    row["evaluation"]["text_measures"].update(looping_texts=looping, duplicate_texts=duplicates)
+    (folder / "results.jsonl").write_text(json.dumps(row) + "\n")
+
+
+def test_before_after_table_reads_both_runs_and_the_longest_loop(tmp_path):
+    _store(tmp_path / "b", ["x y x y x y x y", "a b"], 0.5, 0.0, ba=0.6)     # "x y" 4 times
+    _store(tmp_path / "a", ["x y z", "a b"], 0.0, 0.0)
+    lines = before_after_table({"toy": (tmp_path / "b", tmp_path / "a")}).splitlines()
+    assert lines[2] == "| toy | before | 100 | 0.600 [0.550, 0.650] | 0.50 | 0.00 | 4 | 0.50 / 0.25 | 0.90 |"
+    assert lines[3].startswith("| toy | after | 100 | 0.700 [0.650, 0.750] | 0.00 | 0.00 | 1 |")
+
+
+#: the stored before/after runs of private prediction's no-repeat rule, as the README quotes them
+NO_REPEAT_PAIRS = {"health_tweets (tuned on)": ("tuning-pp-health-before", "tuning-pp-health-after"),
+                   "medical (tuned on)": ("tuning-pp-medical-before", "tuning-pp-medical-after"),
+                   "general_questions (held out)": ("heldout-general-before", "heldout-general")}
+
+
+def test_the_readme_quotes_the_no_repeat_before_after_table():
+    pairs = {name: (ROOT / "results" / b, ROOT / "results" / a) for name, (b, a) in NO_REPEAT_PAIRS.items()
+             if (ROOT / "results" / b / "results.jsonl").exists() and (ROOT / "results" / a / "results.jsonl").exists()}
+    if not pairs:
+        pytest.skip("the before/after runs of the no-repeat rule are not stored")
+    table = before_after_table(pairs)
+    assert table in (ROOT / "README.md").read_text()
+    # what the README says of it: after the rule no text holds a word pair 4 times, and on the tuning sets no
+    # text repeats an earlier one (on the held-out set some do: the rule acts within a text, not across batches)
+    for line in table.splitlines()[2:]:
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if cells[1] == "after":
+            assert int(cells[6]) <= 3, line
+            if "tuned on" in cells[0]:
+                assert float(cells[5]) == 0.0, line

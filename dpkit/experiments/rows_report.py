@@ -78,3 +78,36 @@ def first_texts(folder: Path, method: str, n: int = 3, repeat: int = 0) -> list[
             seen[label] = seen.get(label, 0) + 1
             out.append((label, record["text"]))
     return out
+
+
+def _longest_loop(folder: Path, method: str, repeat: int) -> int:
+    """The most times one pair of consecutive words occurs in one text of a stored release."""
+    from dpkit.textmetrics.surface import pair_repeats
+
+    path = Path(folder) / f"rep-{repeat}" / method / "release" / "synthetic.jsonl"
+    texts = [json.loads(line)["text"] for line in path.read_text().splitlines() if line.strip()]
+    return max((pair_repeats(text) for text in texts), default=0)
+
+
+def before_after_table(pairs: dict[str, tuple[Path, Path]], method: str = "pp") -> str:
+    """Markdown: per data set, one line for the stored run of ``method`` before a change and one after it.
+
+    ``pairs`` maps a data set's name to its (before, after) folders of ``benchmarks/heldout_rows.py`` runs
+    (the first release of each). The columns are the release's wall time, its balanced accuracy with the
+    bootstrap interval over the test texts, the looping and duplicate shares, the longest loop (the most
+    times one word pair occurs in one text) and the k-NN precision / recall and AUROC.
+    """
+    lines = ["| data set | run | wall time (s) | balanced accuracy [95%] | looping texts | repeated texts "
+             "| longest loop | k-NN precision / recall | real-vs-synthetic AUROC |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for name, folders in pairs.items():
+        for when, folder in zip(("before", "after"), folders):
+            row = next(r for r in load_rows(folder) if r["method"] == method and "evaluation" in r)
+            ev, tm = row["evaluation"], row["evaluation"]["text_measures"]
+            ba = ev["balanced_accuracy"]
+            lines.append(f"| {name} | {when} | {row['wall_s']:.0f} | {ba['estimate']:.3f} [{ba['low']:.3f}, "
+                         f"{ba['high']:.3f}] | {tm['looping_texts']:.2f} | {tm['duplicate_texts']:.2f} "
+                         f"| {_longest_loop(folder, method, row['repeat'])} "
+                         f"| {tm['knn_precision']:.2f} / {tm['knn_recall']:.2f} "
+                         f"| {tm['auroc_real_vs_synthetic']:.2f} |")
+    return "\n".join(lines)
