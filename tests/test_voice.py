@@ -238,13 +238,12 @@ def test_private_decoding_never_repeats_an_ngram_under_the_rule(lm):
     from dpkit.privpred import DecodeSettings, decode_batch
 
     private, public = _rows(lm, ["A warm, funny film.", "Great acting.", "I loved it.", "Charming."])
-    # a sharp decoder (s far below the rows present) on 40 tokens: without the rule it may loop
+    # a sharp decoder (s far below the rows present) on 30 tokens: without the rule it may loop
     for n in (2, 3):
-        st = DecodeSettings(expected_batch_size=1, clip=2, temperature=0.5, max_private_tokens=40,
-                            max_new_tokens=40, top_k=10, no_repeat_ngram=n)
-        for seed in range(2):
-            ids = decode_batch(lm, private, public, st, np.random.default_rng(seed)).examples[0].token_ids
-            assert len(set(_ngrams(ids, n))) == len(_ngrams(ids, n)), (n, seed, ids)
+        st = DecodeSettings(expected_batch_size=1, clip=2, temperature=0.5, max_private_tokens=30,
+                            max_new_tokens=30, top_k=10, no_repeat_ngram=n)
+        ids = decode_batch(lm, private, public, st, np.random.default_rng(n)).examples[0].token_ids
+        assert len(set(_ngrams(ids, n))) == len(_ngrams(ids, n)), (n, ids)
 
 
 @pytest.mark.slow

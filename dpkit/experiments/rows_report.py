@@ -18,6 +18,8 @@ from typing import Sequence
 
 from scipy import stats
 
+from dpkit.textmetrics.surface import pair_repeats
+
 LABELS = {"kps": "DP-KPS", "pp": "private prediction", "dpst": "DP-ST"}
 TARGET_S = 15 * 60
 
@@ -82,8 +84,6 @@ def first_texts(folder: Path, method: str, n: int = 3, repeat: int = 0) -> list[
 
 def _longest_loop(folder: Path, method: str, repeat: int) -> int:
     """The most times one pair of consecutive words occurs in one text of a stored release."""
-    from dpkit.textmetrics.surface import pair_repeats
-
     path = Path(folder) / f"rep-{repeat}" / method / "release" / "synthetic.jsonl"
     texts = [json.loads(line)["text"] for line in path.read_text().splitlines() if line.strip()]
     return max((pair_repeats(text) for text in texts), default=0)
