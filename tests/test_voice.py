@@ -208,7 +208,8 @@ def test_private_decoding_under_the_voice_keeps_the_public_row_independent_and_o
     reviews = ["A warm, funny film.", "Great acting.", "I loved it.", "Charming and smart."]
     private, public = _rows(lm, reviews)
     st = DecodeSettings(expected_batch_size=2, clip=2, temperature=2.0, max_private_tokens=2, max_new_tokens=12,
-                        top_k=10, stop=("\n", '"'), banned=BANNED_OPENINGS, min_new_tokens=4, finish_public=True)
+                        top_k=10, stop=("\n", '"'), banned=BANNED_OPENINGS, min_new_tokens=4, finish_public=True,
+                        no_repeat_ngram=2)
     traces, results = [], []
     for batch in ([], private[:1], private):
         seen = []
@@ -231,6 +232,7 @@ def test_private_decoding_under_the_voice_keeps_the_public_row_independent_and_o
         assert len(ex.token_ids) >= 4 or ex.complete     # no end before the public minimum length
         assert not any(ex.text.startswith(p) for p in BANNED_OPENINGS)
         assert "\n" not in ex.text and '"' not in ex.text
+        assert len(set(_ngrams(ex.token_ids, 2))) == len(_ngrams(ex.token_ids, 2))   # the no-repeat rule held
 
 
 @pytest.mark.slow
