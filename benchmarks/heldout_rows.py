@@ -148,11 +148,19 @@ def main(argv=None) -> dict:
     results_path = args.out / "results.jsonl"
     rows = [json.loads(line) for line in results_path.read_text().splitlines()] if results_path.exists() else []
     done = {(r["method"], r["repeat"]) for r in rows if "evaluation" in r}
-    (args.out / "provenance.json").write_text(json.dumps({
+    invocation = {
         "commit": subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip(),
         "machine": platform.node(), "cpu_count": os.cpu_count(), "python": platform.python_version(),
         "dataset": args.dataset, "document_type": document_type, "epsilon": args.epsilon, **sizes,
-        "methods": args.methods, "repeats": args.repeats, "smoke": args.smoke, "set": args.set}, indent=1))
+        "methods": args.methods, "repeats": args.repeats, "smoke": args.smoke, "set": args.set}
+    provenance_path = args.out / "provenance.json"
+    if provenance_path.exists():  # a later call that adds runs keeps the first one's provenance, and says so
+        provenance = json.loads(provenance_path.read_text())
+        if {k: v for k, v in provenance.items() if k != "later"} != invocation:
+            provenance["later"] = provenance.get("later", []) + [invocation]
+    else:
+        provenance = invocation
+    provenance_path.write_text(json.dumps(provenance, indent=1))
     print(f"{args.dataset}: {sizes['train_rows']} training rows, {sizes['test_rows']} test rows; "
           f"document type {document_type!r}; epsilon {args.epsilon:g}", flush=True)
     for repeat in range(args.repeats):
