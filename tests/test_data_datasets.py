@@ -160,6 +160,16 @@ def test_general_questions_join_two_kinds():
     assert not set(ds.train_texts) & set(ds.test_texts)
 
 
+def test_short_passages_join_news_summaries_and_policy_passages():
+    from dpkit.data.passages import load_short_passages, passage_kind_counts
+
+    assert passage_kind_counts() == {"policy": 1025, "news": 998}  # the policy passages repeat in the file
+    ds = load_short_passages(seed=0, max_per_class=300)
+    assert ds.label_names == ("policy", "news")
+    assert all(len(t.split()) >= 3 for t in ds.train_texts + ds.test_texts)
+    assert not set(ds.train_texts) & set(ds.test_texts)
+
+
 def test_commons_speeches_keep_the_two_largest_parties_without_the_chair():
     from dpkit.data.commons import commons_party_counts, load_commons_speeches
 
@@ -179,7 +189,7 @@ def test_commons_speeches_keep_the_two_largest_parties_without_the_chair():
 def test_registry_names():
     assert set(LOADERS) == {"medical", "rotten_tomatoes", "health_tweets", "news", "commons_speeches",
                             "online_questions", "everyday_situations", "everyday_problems",
-                            "general_questions"}
+                            "general_questions", "short_passages"}
     assert set(PRIVATE) | set(PUBLIC) == set(LOADERS) and not set(PRIVATE) & set(PUBLIC)
     ds = load_dataset("medical", n_classes=3, max_per_class=10)
     assert ds.name == "medical" and len(ds.label_names) == 3

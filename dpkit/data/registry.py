@@ -11,6 +11,7 @@ from .medical import load_medical_specialties
 from .news import load_news_articles
 from .questions import load_online_questions
 from .general_questions import load_general_questions
+from .passages import load_short_passages
 from .problems import load_everyday_problems
 from .situations import load_everyday_situations
 from .rotten_tomatoes import load_rotten_tomatoes
@@ -26,10 +27,11 @@ LOADERS: dict[str, Callable[..., Dataset]] = {
     "everyday_situations": load_everyday_situations,
     "everyday_problems": load_everyday_problems,
     "general_questions": load_general_questions,
+    "short_passages": load_short_passages,
 }
 #: Data sets whose records are private (the unit of privacy is one of their texts).
 PRIVATE = ("medical", "rotten_tomatoes", "health_tweets", "commons_speeches", "online_questions",
-           "everyday_situations", "everyday_problems", "general_questions")
+           "everyday_situations", "everyday_problems", "general_questions", "short_passages")
 #: The public corpus, disjoint from every private data set.
 PUBLIC = ("news",)
 

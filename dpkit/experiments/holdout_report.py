@@ -16,7 +16,8 @@ from typing import Sequence
 from dpkit.experiments import stored
 
 #: Data sets nobody tuned prompts or defaults on (data/HOLDOUT.md).
-HELD_OUT = ("commons_speeches", "online_questions", "everyday_situations", "everyday_problems", "general_questions")
+HELD_OUT = ("commons_speeches", "online_questions", "everyday_situations", "everyday_problems", "general_questions",
+            "short_passages")
 LABELS = {stored.REAL: "real data", "majority class": "majority class", "kps": "DP-KPS",
           "pp": "private prediction", "dpst": "DP-ST"}
 MEASURES = ("assistant_talk", "short_texts", "knn_precision", "knn_recall", "auroc_real_vs_synthetic")
