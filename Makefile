@@ -52,7 +52,7 @@ browser:
 
 test: $(STAMP) browser
 	@echo "==> running the test suite"
-	$(VENV)/bin/python -m pytest -n 2
+	$(VENV)/bin/python -m pytest -n 2 --durations=30
 
 smoke: $(STAMP)
 	$(VENV)/bin/python -m pytest tests/test_notebooks.py
