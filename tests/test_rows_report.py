@@ -97,3 +97,33 @@ def test_the_readme_quotes_the_no_repeat_before_after_table():
             assert int(cells[6]) <= 3, line
             if "tuned on" in cells[0]:
                 assert float(cells[5]) == 0.0, line
+
+
+def test_every_release_gets_its_own_line(tmp_path):
+    _store(tmp_path / "b", ["x y x y x y", "a b"], 0.5, 0.0, ba=0.6)
+    _store(tmp_path / "a", ["x y z", "a b"], 0.0, 0.0)
+    rows = [json.loads(line) for line in (tmp_path / "a" / "results.jsonl").read_text().splitlines()]
+    second = dict(rows[0], repeat=1)
+    second["evaluation"] = json.loads(json.dumps(rows[0]["evaluation"]))
+    second["evaluation"]["balanced_accuracy"]["estimate"] = 0.8
+    (tmp_path / "a" / "results.jsonl").write_text(json.dumps(rows[0]) + "\n" + json.dumps(second) + "\n")
+    (tmp_path / "a" / "rep-1").symlink_to(tmp_path / "a" / "rep-0")
+    lines = before_after_table({"toy": (tmp_path / "b", tmp_path / "a")}, every_release=True).splitlines()
+    assert [line.split("|")[2].strip() for line in lines[2:]] == ["before 1", "after 1", "after 2"]
+    assert "| 0.800 [" in lines[4]
+
+
+def test_difference_of_means_is_welchs_interval():
+    from scipy import stats
+
+    from dpkit.experiments.rows_report import difference_of_means
+
+    after, before = [0.70, 0.72, 0.74], [0.60, 0.61, 0.65, 0.66]
+    d = difference_of_means(after, before)
+    welch = stats.ttest_ind(after, before, equal_var=False)
+    ci = welch.confidence_interval(0.95)
+    assert d["mean"] == pytest.approx(0.72 - 0.63) and d["rises"]
+    assert (d["low"], d["high"]) == pytest.approx((ci.low, ci.high), rel=1e-9)
+    assert difference_of_means(before, after)["falls"]
+    with pytest.raises(ValueError, match="two releases"):
+        difference_of_means([0.7], before)

@@ -89,12 +89,12 @@ def _longest_loop(folder: Path, method: str, repeat: int) -> int:
     return max((pair_repeats(text) for text in texts), default=0)
 
 
-def before_after_table(pairs: dict[str, tuple[Path, Path]], method: str = "pp") -> str:
+def before_after_table(pairs: dict[str, tuple[Path, Path]], method: str = "pp", every_release: bool = False) -> str:
     """Markdown: per data set, one line for the stored run of ``method`` before a change and one after it.
 
     ``pairs`` maps a data set's name to its (before, after) folders of ``benchmarks/heldout_rows.py`` runs
-    (the first release of each). The columns are the release's wall time, its balanced accuracy with the
-    bootstrap interval over the test texts, the looping and duplicate shares, the longest loop (the most
+    (the first release of each; ``every_release``: one line per stored release, "before 1", "before 2", ...).
+    The columns are the release's wall time, its balanced accuracy with the bootstrap interval over the test texts, the looping and duplicate shares, the longest loop (the most
     times one word pair occurs in one text) and the k-NN precision / recall and AUROC.
     """
     lines = ["| data set | run | wall time (s) | balanced accuracy [95%] | looping texts | repeated texts "
@@ -102,12 +102,40 @@ def before_after_table(pairs: dict[str, tuple[Path, Path]], method: str = "pp") 
              "|---|---|---|---|---|---|---|---|---|"]
     for name, folders in pairs.items():
         for when, folder in zip(("before", "after"), folders):
-            row = next(r for r in load_rows(folder) if r["method"] == method and "evaluation" in r)
-            ev, tm = row["evaluation"], row["evaluation"]["text_measures"]
-            ba = ev["balanced_accuracy"]
-            lines.append(f"| {name} | {when} | {row['wall_s']:.0f} | {ba['estimate']:.3f} [{ba['low']:.3f}, "
-                         f"{ba['high']:.3f}] | {tm['looping_texts']:.2f} | {tm['duplicate_texts']:.2f} "
-                         f"| {_longest_loop(folder, method, row['repeat'])} "
-                         f"| {tm['knn_precision']:.2f} / {tm['knn_recall']:.2f} "
-                         f"| {tm['auroc_real_vs_synthetic']:.2f} |")
+            done = [r for r in load_rows(folder) if r["method"] == method and "evaluation" in r]
+            for k, row in enumerate(done if every_release else done[:1], 1):
+                lines.append(_release_line(name, f"{when} {k}" if every_release else when, folder, method, row))
     return "\n".join(lines)
+
+
+def _release_line(name: str, when: str, folder: Path, method: str, row: dict) -> str:
+    ev, tm = row["evaluation"], row["evaluation"]["text_measures"]
+    ba = ev["balanced_accuracy"]
+    return (f"| {name} | {when} | {row['wall_s']:.0f} | {ba['estimate']:.3f} [{ba['low']:.3f}, "
+            f"{ba['high']:.3f}] | {tm['looping_texts']:.2f} | {tm['duplicate_texts']:.2f} "
+            f"| {_longest_loop(folder, method, row['repeat'])} "
+            f"| {tm['knn_precision']:.2f} / {tm['knn_recall']:.2f} "
+            f"| {tm['auroc_real_vs_synthetic']:.2f} |")
+
+
+def scores(folder: Path, method: str) -> list[float]:
+    """The balanced accuracy of every scored release of ``method`` stored in ``folder``, in release order."""
+    return [r["evaluation"]["balanced_accuracy"]["estimate"] for r in load_rows(folder)
+            if r["method"] == method and "evaluation" in r]
+
+
+def difference_of_means(after: Sequence[float], before: Sequence[float], confidence: float = 0.95) -> dict:
+    """Mean of ``after`` minus mean of ``before`` with a Welch t interval (independent releases, unequal
+    variances); ``rises``/``falls`` when the whole interval lies above/below 0. Needs two values a side."""
+    if min(len(after), len(before)) < 2:
+        raise ValueError("a difference of means needs at least two releases on each side")
+    a, b = [float(x) for x in after], [float(x) for x in before]
+    ma, mb = sum(a) / len(a), sum(b) / len(b)
+    va = sum((x - ma) ** 2 for x in a) / (len(a) - 1) / len(a)
+    vb = sum((x - mb) ** 2 for x in b) / (len(b) - 1) / len(b)
+    se = math.sqrt(va + vb)
+    dof = (va + vb) ** 2 / ((va ** 2 / (len(a) - 1) if va else 0.0) + (vb ** 2 / (len(b) - 1) if vb else 0.0)) \
+        if se else float("inf")
+    half = stats.t.ppf(0.5 + confidence / 2, dof) * se if se else 0.0
+    low, high = ma - mb - half, ma - mb + half
+    return {"mean": ma - mb, "low": low, "high": high, "rises": low > 0, "falls": high < 0}
