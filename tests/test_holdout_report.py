@@ -42,6 +42,7 @@ README_TABLES = [
     ("holdout-topic", lambda t: "| DP-ST | 8 | 5 |" in t and "DP-KPS" not in t),
     ("infinity-topic", lambda t: "| DP-ST | ∞ | 5 |" in t and "DP-KPS" not in t),
     ("holdout-general", lambda t: t.splitlines()[2].startswith("| general_questions (held out) | real data |")),
+    ("holdout-passages", lambda t: t.splitlines()[2].startswith("| short_passages (held out) | real data |")),
 ]
 
 

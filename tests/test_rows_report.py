@@ -50,7 +50,7 @@ def test_first_texts_follow_the_release_order_per_label(tmp_path):
 
 @pytest.mark.parametrize("stored", [STORED] + [ROOT / "results" / name for name in
                                              ("heldout-situations", "heldout-situations-topic", "heldout-problems",
-                                              "heldout-general")],
+                                              "heldout-general", "heldout-passages")],
                          ids=lambda p: p.name)
 def test_the_readme_quotes_the_stored_table(stored):
     if not (stored / "results.jsonl").exists():
@@ -127,3 +127,21 @@ def test_difference_of_means_is_welchs_interval():
     assert difference_of_means(before, after)["falls"]
     with pytest.raises(ValueError, match="two releases"):
         difference_of_means([0.7], before)
+
+
+def test_the_readme_quotes_the_rule_on_and_off_releases_of_the_seventh_set():
+    """The seventh held-out set's question: does the no-repeat rule cost short texts? Three releases a side."""
+    from dpkit.experiments.rows_report import difference_of_means, longest_loops, scores
+
+    on, off = ROOT / "results" / "heldout-passages", ROOT / "results" / "heldout-passages-before"
+    if not ((on / "results.jsonl").exists() and (off / "results.jsonl").exists()):
+        pytest.skip("the seventh set's rule on/off releases are not stored")
+    table = before_after_table({"short_passages (held out)": (off, on)}, every_release=True)
+    readme = (ROOT / "README.md").read_text()
+    assert table in readme
+    effect = difference_of_means(scores(on, "pp"), scores(off, "pp"))
+    assert len(scores(on, "pp")) == len(scores(off, "pp")) == 3
+    # what the README says: the interval holds 0 (no cost, no gain shown); the rule bounds the longest loop
+    assert effect["low"] < 0 < effect["high"]
+    assert f"{effect['mean']:+.3f} [{effect['low']:+.3f}, {effect['high']:+.3f}]".replace("-", "−") in readme
+    assert max(longest_loops(on, "pp")) <= 4 < 5 <= min(longest_loops(off, "pp"))

@@ -82,7 +82,7 @@ def first_texts(folder: Path, method: str, n: int = 3, repeat: int = 0) -> list[
     return out
 
 
-def _longest_loop(folder: Path, method: str, repeat: int) -> int:
+def longest_loop(folder: Path, method: str, repeat: int) -> int:
     """The most times one pair of consecutive words occurs in one text of a stored release."""
     path = Path(folder) / f"rep-{repeat}" / method / "release" / "synthetic.jsonl"
     texts = [json.loads(line)["text"] for line in path.read_text().splitlines() if line.strip()]
@@ -113,9 +113,15 @@ def _release_line(name: str, when: str, folder: Path, method: str, row: dict) ->
     ba = ev["balanced_accuracy"]
     return (f"| {name} | {when} | {row['wall_s']:.0f} | {ba['estimate']:.3f} [{ba['low']:.3f}, "
             f"{ba['high']:.3f}] | {tm['looping_texts']:.2f} | {tm['duplicate_texts']:.2f} "
-            f"| {_longest_loop(folder, method, row['repeat'])} "
+            f"| {longest_loop(folder, method, row['repeat'])} "
             f"| {tm['knn_precision']:.2f} / {tm['knn_recall']:.2f} "
             f"| {tm['auroc_real_vs_synthetic']:.2f} |")
+
+
+def longest_loops(folder: Path, method: str) -> list[int]:
+    """:func:`longest_loop` of every scored release of ``method`` stored in ``folder``, in release order."""
+    return [longest_loop(folder, method, r["repeat"]) for r in load_rows(folder)
+            if r["method"] == method and "evaluation" in r]
 
 
 def scores(folder: Path, method: str) -> list[float]:
@@ -137,5 +143,5 @@ def difference_of_means(after: Sequence[float], before: Sequence[float], confide
     dof = (va + vb) ** 2 / ((va ** 2 / (len(a) - 1) if va else 0.0) + (vb ** 2 / (len(b) - 1) if vb else 0.0)) \
         if se else float("inf")
     half = stats.t.ppf(0.5 + confidence / 2, dof) * se if se else 0.0
-    low, high = ma - mb - half, ma - mb + half
+    low, high = float(ma - mb - half), float(ma - mb + half)
     return {"mean": ma - mb, "low": low, "high": high, "rises": low > 0, "falls": high < 0}
