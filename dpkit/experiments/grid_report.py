@@ -41,7 +41,7 @@ def paired_differences(cells: Sequence[dict]) -> list[dict]:
 
 def rising(cells: Sequence[dict]) -> list[tuple[str, str, float]]:
     """``(data set, method, larger epsilon)`` whose paired difference from the smallest epsilon lies above 0."""
-    return [(d["dataset"], d["method"], d["high_epsilon"]) for d in paired_differences(cells) if d["rises"]]
+    return [(d["dataset"], d["method"], float(d["high_epsilon"])) for d in paired_differences(cells) if d["rises"]]
 
 
 def trade_off_table(cells: Sequence[dict]) -> str:
