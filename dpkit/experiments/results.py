@@ -105,6 +105,11 @@ class Preset:
                 "test_fraction": self.test_fraction, "n_bootstrap": self.n_bootstrap, "smoke": self.smoke}
 
 
+#: The holdout preset's small sizes with every method as `dpkit synth` runs it: DP-ST's topic variant with its rewrite
+#: and label share 0.3, private prediction's no-repeat rule (the held-out presets since the sixth set, the epsilon grid).
+AS_SYNTH_SMALL = Sizes(per_class=8, max_new_tokens=40, pp_per_class=2, pp_max_new_tokens=24, dpst_reconstruct=True,
+                       dpst_variant="topic", dpst_label_share=0.3, pp_no_repeat_ngram=3)
+
 #: Fields of :class:`~dpkit.experiments.compare.Sizes` added after cells were stored, with the value every
 #: earlier cell was made at: a cell's stored sizes name such a field only when a preset sets another value, so
 #: the cells stored before it keep verifying (they were made at exactly that value).
@@ -215,10 +220,7 @@ PRESETS: dict[str, Preset] = {
     # questions, everyday (CommonsenseQA) against encyclopedic (BoolQ); real data 0.91-0.93 at 8 per label. The
     # holdout preset's sizes, every method as `dpkit synth` runs it (DP-ST topic variant, no-repeat rule on).
     "holdout-general": Preset("holdout-general", ("general_questions",), (8.0,), SEEDS,
-                              Sizes(per_class=8, max_new_tokens=40, pp_per_class=2, pp_max_new_tokens=24,
-                                    dpst_reconstruct=True, dpst_variant="topic", dpst_label_share=0.3,
-                                    pp_no_repeat_ngram=3),
-                              max_per_class=1200, test_fraction=200 / 1200,
+                              AS_SYNTH_SMALL, max_per_class=1200, test_fraction=200 / 1200,
                               estimate="measured: 2 min 53 s on the idle 2-core CPU (5 data-set seeds of short "
                                        "questions)"),
     # The privacy-utility trade-off at today's defaults: every method as `dpkit synth` runs it (DP-ST's topic variant
@@ -226,9 +228,7 @@ PRESETS: dict[str, Preset] = {
     # epsilon 1, 4, 8 and infinity, 5 seeds paired across epsilon, 8 texts per label for every method (private
     # prediction's of 24 tokens, for time). The stored full and paired-small runs were made before the voice rules.
     "epsilon-grid": Preset("epsilon-grid", ("health_tweets", "medical"), (1.0, 4.0, 8.0, math.inf), SEEDS,
-                           Sizes(per_class=8, max_new_tokens=40, pp_max_new_tokens=24,
-                                 dpst_reconstruct=True, dpst_variant="topic", dpst_label_share=0.3,
-                                 pp_no_repeat_ngram=3),
+                           replace(AS_SYNTH_SMALL, pp_per_class=0),  # 8 texts per label for every method
                            max_per_class=1200, test_fraction=200 / 1200,
                            estimate="measured: 31 minutes on the idle 2-core CPU (private prediction decodes once for "
                                     "epsilon 4, 8 and infinity: its cap binds only at epsilon 1)"),
@@ -236,10 +236,7 @@ PRESETS: dict[str, Preset] = {
     # short texts): one-sentence passages, news (XSum summaries) against policy (privacy-policy passages); real data
     # 0.96-0.98 at 8 per label. The holdout-general preset's sizes and settings.
     "holdout-passages": Preset("holdout-passages", ("short_passages",), (8.0,), SEEDS,
-                               Sizes(per_class=8, max_new_tokens=40, pp_per_class=2, pp_max_new_tokens=24,
-                                     dpst_reconstruct=True, dpst_variant="topic", dpst_label_share=0.3,
-                                     pp_no_repeat_ngram=3),
-                               max_per_class=1200, test_fraction=200 / 1200,
+                               AS_SYNTH_SMALL, max_per_class=1200, test_fraction=200 / 1200,
                                estimate="measured: 4 min 22 s on the idle 2-core CPU (5 data-set seeds of short "
                                         "passages)"),
     # Issue 33's target with the noise off: on the bundled data at epsilon infinity, assistant talk at most 5% for
