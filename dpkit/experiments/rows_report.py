@@ -18,6 +18,7 @@ from typing import Sequence
 
 from scipy import stats
 
+from dpkit.experiments.compare import t_interval
 from dpkit.textmetrics.surface import pair_repeats
 
 LABELS = {"kps": "DP-KPS", "pp": "private prediction", "dpst": "DP-ST"}
@@ -37,10 +38,7 @@ def load_rows(folder: Path) -> list[dict]:
 def _interval(values: Sequence[float], single: dict) -> tuple[float, float, float]:
     if len(values) == 1:
         return values[0], single["low"], single["high"]
-    mean = sum(values) / len(values)
-    sd = (sum((v - mean) ** 2 for v in values) / (len(values) - 1)) ** 0.5
-    half = stats.t.ppf(0.975, len(values) - 1) * sd / math.sqrt(len(values))
-    return mean, mean - half, mean + half
+    return t_interval(values)  # over releases, unclipped: the table shows the interval as it is
 
 
 def rows_table(rows: Sequence[dict]) -> str:
