@@ -17,7 +17,9 @@ the folder) with the key's public id.
 
 What that checks, exactly: anyone can check the digest (accidental damage);
 only the user who wrote a cell can check its seal, which an edit that
-recomputes the digest breaks. The committed ``results/compare`` cells were
+recomputes the digest breaks; and the cache records which cells each key
+sealed (:func:`register_sealed`), so removing a seal, or changing its key id,
+does not turn a cell this user sealed into an unsealed one. The committed ``results/compare`` cells were
 sealed on the machine that made them (or not sealed: written before seals), so
 for everyone else they are checked for accidental corruption only; their
 authenticity is the repository's history, not dpkit's.
@@ -331,14 +333,19 @@ def seal(body: dict, key: bytes) -> dict:
                                                                if k not in ("digest", "seal")})}
 
 
-def integrity_problem(body, key: bytes | None = None) -> str | None:
+def integrity_problem(body, key: bytes | None = None, *, sealed_by_key: bool = False) -> str | None:
     """Why a stored cell's content cannot be trusted (None when it can): its SHA-256 digest does not match
     (an accident or an edit), or its seal under this user's ``key`` does not (an edit that recomputed the
-    digest). A cell sealed under another key, or not sealed (written on another machine, e.g. the
-    committed results), can only be checked by its digest: for accidental corruption, not an editor."""
+    digest), or it has no seal under ``key`` although ``key`` sealed it (``sealed_by_key``, :func:`sealed_here`:
+    the seal was removed or its key id changed). A cell of any other folder sealed
+    under another key, or not sealed (written on another machine, e.g. the committed results), can only be
+    checked by its digest: for accidental corruption, not an editor."""
     if not isinstance(body, dict) or body.get("digest") != _digest(body):
         return "its SHA-256 digest does not match its content (edited or damaged)"
     stored = body.get("seal")
+    if key is not None and sealed_by_key and not (isinstance(stored, dict) and stored.get("key_id") == key_id(key)):
+        return ("it carries no seal under your results key, although you sealed it (the seal was removed or "
+                "its key id changed)")
     if key is not None and isinstance(stored, dict) and stored.get("key_id") == key_id(key):
         if not isinstance(stored.get("hmac"), str) or not hmac.compare_digest(stored["hmac"],
                                                                               seal(body, key)["hmac"]):
@@ -346,8 +353,38 @@ def integrity_problem(body, key: bytes | None = None) -> str | None:
     return None
 
 
+SEALED_CELLS = "results-sealed.json"  # in the dpkit cache beside the key: the cells each key sealed, by folder
+
+
+def _sealed_registry() -> dict:
+    try:
+        registry = json.loads((cache_dir() / SEALED_CELLS).read_text())
+    except (OSError, ValueError):
+        return {}
+    return registry if isinstance(registry, dict) else {}
+
+
+def register_sealed(path: Path, key: bytes) -> None:
+    """Record (in the dpkit cache, never in the results folder) that ``key`` sealed the cell file ``path``."""
+    registry = _sealed_registry()
+    folder = registry.setdefault(str(Path(path).parent.resolve()), {})
+    if folder.get(Path(path).name) != key_id(key):
+        folder[Path(path).name] = key_id(key)
+        atomic_write_bytes(cache_dir() / SEALED_CELLS, json.dumps(registry, indent=1, sort_keys=True).encode())
+
+
+def sealed_here(folder: Path, key: bytes | None) -> set[str]:
+    """The cell files of ``folder`` this user sealed under ``key`` (:func:`register_sealed`): each of them must
+    still carry that seal. Cells written elsewhere (the committed results, a colleague's) are not among them."""
+    if key is None:
+        return set()
+    names = _sealed_registry().get(str(Path(folder).resolve()), {})
+    return {name for name, kid in names.items() if kid == key_id(key)} if isinstance(names, dict) else set()
+
+
 def cell_problem(path: Path, preset: Preset, dataset: str, method: str, epsilon: float, seed: int,
-                 model: str | None = None, key: bytes | None = None) -> tuple[str, str] | None:
+                 model: str | None = None, key: bytes | None = None, *,
+                 sealed: set[str] = frozenset()) -> tuple[str, str] | None:
     """``(kind, reason)`` when ``path`` does not hold this cell, unaltered, at this preset's sizes (and by
     ``model`` when given); None when it does. ``kind``: ``missing``; ``integrity`` (unreadable, another cell's
     content, a digest or seal that does not match); ``stale`` (another preset, sizes, provenance or model:
@@ -359,7 +396,7 @@ def cell_problem(path: Path, preset: Preset, dataset: str, method: str, epsilon:
         body = json.loads(path.read_text())
     except (OSError, ValueError):
         return "integrity", "it is not valid JSON (truncated or damaged)"
-    problem = integrity_problem(body, key)
+    problem = integrity_problem(body, key, sealed_by_key=path.name in sealed)
     if problem is not None:
         return "integrity", problem
     if body.get("cell") != {"dataset": dataset, "method": method, "epsilon": _eps(epsilon), "seed": seed}:
@@ -376,7 +413,9 @@ def verifies(path: Path, preset: Preset, dataset: str, method: str, epsilon: flo
              model: str | None = None) -> bool:
     """Whether ``path`` holds this cell, written at this preset's sizes (and by ``model`` when given), unaltered
     (its digest, and its seal when it is sealed under this user's results key)."""
-    return cell_problem(path, preset, dataset, method, epsilon, seed, model, results_key()) is None
+    key = results_key()
+    return cell_problem(path, preset, dataset, method, epsilon, seed, model, key,
+                        sealed=sealed_here(Path(path).parent, key)) is None
 
 
 def _plain(value):
@@ -433,7 +472,9 @@ class Sweep:
             commit, version = git_commit(), package_version("dpkit")
             cells = [c for c in self.preset.cells() if not self.only or c in self.only]
             key = results_key(create=True)
-            problems = {c: cell_problem(cell_path(self.out, *c), self.preset, *c, self.model, key) for c in cells}
+            sealed = sealed_here(self.out, key)
+            problems = {c: cell_problem(cell_path(self.out, *c), self.preset, *c, self.model, key,
+                                        sealed=sealed) for c in cells}
             failed = {c: why for c, (kind, why) in ((c, p) for c, p in problems.items() if p) if kind == "integrity"}
             if failed and not self.recompute_failed:
                 first, why = next(iter(failed.items()))
@@ -467,6 +508,7 @@ class Sweep:
                 body["digest"] = _digest(body)
                 body["seal"] = seal(body, key)
                 _write_atomic(path, body)
+                register_sealed(path, key)
                 self.written.append(path)
                 seconds_by_method.setdefault(method, []).append(body["wall_s"]["cell"])
                 left = [c[1] for c in pending[pending.index((dataset, method, epsilon, seed)) + 1:]]

@@ -5,7 +5,8 @@ them over seeds, and re-run a slice of them to see that they reproduce.
 folder (:class:`StoredResultError`, naming the file and the reason) when a file
 does not verify: content that does not match its SHA-256 digest, a cell sealed
 under this user's results key whose seal does not match (an edit that
-recomputed the digest), a cell written at other sizes than its preset's,
+recomputed the digest), a cell this user sealed that lost its seal (removed, or its key id
+changed; the cache records which cells each key sealed), a cell written at other sizes than its preset's,
 missing provenance. Cells sealed elsewhere (the committed results) are checked
 by their digest only (see :mod:`dpkit.experiments.results`). A chapter therefore never
 plots a row that was edited by hand or written by other code.
@@ -40,7 +41,7 @@ from typing import Sequence
 from dpkit.experiments.cells import LocalCells
 from dpkit.experiments.compare import metric_interval, t_interval
 from dpkit.experiments.results import (PRESETS, PROVENANCE_KEYS, REAL, Preset, Sweep, cell_path, cell_problem,
-                                      results_key)
+                                      results_key, sealed_here)
 
 #: presets from the largest to the smallest: a chapter plots the first one that has stored cells
 PRESET_ORDER = ("full", "medium", "paired-small", "book", "smoke")
@@ -87,6 +88,7 @@ def load_cells(folder: Path) -> list[dict]:
     if not files:
         raise StoredResultError(f"{folder.name}: holds no stored cell")
     cells, key = [], results_key()
+    sealed = sealed_here(folder, key)
     for path in files:
         try:
             body = json.loads(path.read_text())
@@ -99,7 +101,7 @@ def load_cells(folder: Path) -> list[dict]:
             raise StoredResultError(f"{path.name}: provenance lacks {missing}")
         if cell_path(folder, *cell).name != path.name:
             raise StoredResultError(f"{path.name}: names another cell than its file")
-        problem = cell_problem(path, preset, *cell, key=key)
+        problem = cell_problem(path, preset, *cell, key=key, sealed=sealed)
         if problem is not None:
             raise StoredResultError(f"{path.name}: does not verify ({problem[1]}; the {preset.name} preset)")
         cells.append(body)
