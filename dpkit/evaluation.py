@@ -241,9 +241,20 @@ def format_report(result: dict) -> str:
     return "\n".join(lines)
 
 
+#: What ``dpkit evaluate`` prints, as its --help states it (docs/evaluate.md says the same at length).
+OUTPUT_FORMATS = (
+    "output: without --json, a text report for reading (its layout may change between versions); with --json, "
+    "one JSON object, the stable format for scripts: accuracy, balanced_accuracy and macro_f1 (each "
+    "{estimate, low, high}, 95% bootstrap), majority_baseline, majority_accuracy, n_synthetic, n_test, "
+    "document_type, text_measures (assistant_talk, short_texts, looping_texts, duplicate_texts, distinct_1, "
+    "distinct_2, knn_precision, knn_recall, auroc_real_vs_synthetic, ...), and with --real the same under "
+    "\"real\" (n_real in place of n_synthetic and n_test). New keys may be added; these keep their names and meaning.")
+
+
 def register(subparsers) -> None:
     p = subparsers.add_parser("evaluate", help="train the project's classifier on synthetic texts, score on real "
-                              "test texts, and measure the texts against them (text report or --json)")
+                              "test texts, and measure the texts against them (text report or --json)",
+                              epilog=OUTPUT_FORMATS)
     p.add_argument("--synthetic", required=True, help="synthetic.jsonl of a labelled release")
     p.add_argument("--test", required=True, help="real test data: CSV, TSV or JSON Lines")
     p.add_argument("--text-column", required=True, help="text column of --test (and --real)")
@@ -255,5 +266,6 @@ def register(subparsers) -> None:
     p.add_argument("--document-type", default=None, help="the document type the release was asked for (counted "
                    "as an instruction echo when a text names it); default: the release's config.json, if it "
                    "records one")
-    p.add_argument("--json", action="store_true", help="print JSON instead of the text report")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of the text report (the "
+                   "stable format, for scripts)")
     p.set_defaults(func=_evaluate_command)

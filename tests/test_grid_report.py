@@ -1,4 +1,4 @@
-"""The privacy-utility table of a stored epsilon grid, and the README's copy of it."""
+"""The privacy-utility table of a stored epsilon grid, and the copy of it in results/README.md."""
 
 import math
 from pathlib import Path
@@ -58,5 +58,5 @@ def test_the_readme_quotes_the_stored_grid():
     cells = stored.load_cells(folder)
     assert {stored.cell_key(c)[2] for c in cells} == {1.0, 4.0, 8.0, math.inf}
     assert len({stored.cell_key(c)[3] for c in cells}) == 5
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "results" / "README.md").read_text()
     assert grid_report.trade_off_table(cells) in readme

@@ -30,7 +30,7 @@ def test_held_out_data_sets_come_first_and_are_marked():
     assert lines[-1].startswith("| health_tweets (tuned on) |")
 
 
-# each stored preset's table is quoted in the README; the check pins what the table must show
+# each stored preset's table is quoted in results/README.md; the check pins what the table must show
 README_TABLES = [
     ("holdout", None),
     ("holdout-questions", lambda t: t.splitlines()[2].startswith("| online_questions (held out) | real data |")),
@@ -53,4 +53,4 @@ def test_the_readme_quotes_each_stored_holdout_table(preset, shows):
     table = holdout_table(stored.load_cells(ROOT / preset))
     if shows is not None:
         assert shows(table), table.splitlines()[:3]
-    assert table in (ROOT.parents[1] / "README.md").read_text()
+    assert table in (ROOT.parent / "README.md").read_text()

@@ -1,6 +1,6 @@
 """The README's API commands, parsed from README.md and run as written against the loopback server.
 
-The block under "Switching a notebook to an API model" sets the environment with an
+The block under "Going further" (API models) sets the environment with an
 ``export`` line and runs ``dpkit generate ... --public``. Here the export line's variables
 are used as given (the key ``...`` becomes the loopback's key, and ``OPENAI_BASE_URL``, the
 README's variable for a compatible server, points at 127.0.0.1), the generate line runs

@@ -25,7 +25,9 @@ def readme_commands() -> list[str]:
 
 def test_readme_block_covers_every_method_and_evaluate():
     commands = readme_commands()
-    for method in ("kps", "pp", "dpst"):
+    from dpkit.methods import METHOD_NAMES  # every registered method has its command in the README
+
+    for method in METHOD_NAMES:
         assert any(f"dpkit synth {method} " in c and "--smoke" in c for c in commands), method
     assert any("dpkit evaluate " in c for c in commands)
     assert any("papermill" in c and "data_path" in c for c in commands)
@@ -71,6 +73,25 @@ def test_readme_synth_kps_and_evaluate_run(tmp_path):
     check_synth(tmp_path, "kps", run_readme(tmp_path, command("dpkit synth kps ")))
     out = json.loads(run_readme(tmp_path, command("dpkit evaluate ")).stdout)
     assert out["n_test"] == 60 and 0 <= out["balanced_accuracy"]["estimate"] <= 1
+    top, measures = documented_json_keys()
+    assert top - {"real"} <= set(out), top - set(out)  # "real" only with --real
+    assert measures <= set(out["text_measures"]), measures - set(out["text_measures"])
+
+
+def documented_json_keys() -> tuple[set[str], set[str]]:
+    """The keys docs/evaluate.md promises in --json: top level, and inside text_measures."""
+    rows = [line for line in (ROOT / "docs" / "evaluate.md").read_text(encoding="utf-8").splitlines()
+            if line.startswith("| `")]
+    top = {key for row in rows for key in re.findall(r"`([a-z_0-9]+)`", row.split("|")[1])}
+    measures_row = next(row for row in rows if row.startswith("| `text_measures` |"))
+    measures = set(re.findall(r"`([a-z_0-9]+)`", measures_row.split("|")[2]))
+    return top, measures
+
+
+def test_the_documented_json_keys_are_read_from_the_page():
+    top, measures = documented_json_keys()
+    assert {"balanced_accuracy", "n_test", "text_measures", "real"} <= top
+    assert {"assistant_talk", "knn_precision", "auroc_real_vs_synthetic"} <= measures
 
 
 @pytest.mark.slow

@@ -1,8 +1,8 @@
-"""Every number the README's "stored full run" section states is recomputed from the stored cells.
+"""Every number the "stored full run" section of results/README.md states is recomputed from the stored cells.
 
-The README quotes means over seeds with 95% Student-t intervals, ratios to real data, margins over
+The page quotes means over seeds with 95% Student-t intervals, ratios to real data, margins over
 the majority class, a seed range, and paired same-seed differences. Each is recomputed here from
-``results/compare/full`` with the library's own functions and compared, as text, with the README:
+``results/compare/full`` with the library's own functions and compared, as text, with the page:
 an edited number, or a stored cell that changes, fails the test.
 """
 
@@ -29,9 +29,9 @@ def full():
 
 @pytest.fixture(scope="module")
 def section():
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    text = (ROOT / "results" / "README.md").read_text(encoding="utf-8")
     start = text.index("**The stored full run.**")
-    return text[start:text.index("## The notebook contract", start)]
+    return text[start:text.index("\n## ", start)]
 
 
 def row(summary, dataset, method, epsilon=math.inf):
@@ -100,5 +100,5 @@ def test_the_paired_run_paragraph_is_recomputed_from_its_stored_cells():
 
     cells = stored.load_cells(ROOT / "results" / "compare" / "paired-small")
     assert len({stored.cell_key(b)[3] for b in cells}) >= 5  # the preset's 5 seeds, all stored
-    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    readme = " ".join((ROOT / "results" / "README.md").read_text(encoding="utf-8").split())
     assert paired_paragraph(cells) in readme

@@ -1,4 +1,4 @@
-"""The table of benchmarks/heldout_rows.py's stored runs, and the README's copy of it."""
+"""The table of benchmarks/heldout_rows.py's stored runs, and the copy of it in results/README.md."""
 
 import json
 from pathlib import Path
@@ -56,7 +56,7 @@ def test_the_readme_quotes_the_stored_table(stored):
     if not (stored / "results.jsonl").exists():
         pytest.skip(f"the held-out 1,000-row runs of {stored.name} are not stored")
     table = rows_table(load_rows(stored))
-    assert table in (ROOT / "README.md").read_text()
+    assert table in (ROOT / "results" / "README.md").read_text()
 
 
 def _store(folder, texts, looping, duplicates, ba=0.7):
@@ -76,7 +76,7 @@ def test_before_after_table_reads_both_runs_and_the_longest_loop(tmp_path):
     assert lines[3].startswith("| toy | after | 100 | 0.700 [0.650, 0.750] | 0.00 | 0.00 | 1 |")
 
 
-#: the stored before/after runs of private prediction's no-repeat rule, as the README quotes them
+#: the stored before/after runs of private prediction's no-repeat rule, as results/README.md quotes them
 NO_REPEAT_PAIRS = {"health_tweets (tuned on)": ("tuning-pp-health-before", "tuning-pp-health-after"),
                    "medical (tuned on)": ("tuning-pp-medical-before", "tuning-pp-medical-after"),
                    "general_questions (held out)": ("heldout-general-before", "heldout-general")}
@@ -88,8 +88,8 @@ def test_the_readme_quotes_the_no_repeat_before_after_table():
     if not pairs:
         pytest.skip("the before/after runs of the no-repeat rule are not stored")
     table = before_after_table(pairs)
-    assert table in (ROOT / "README.md").read_text()
-    # what the README says of it: after the rule no text holds a word pair 4 times, and on the tuning sets no
+    assert table in (ROOT / "results" / "README.md").read_text()
+    # what results/README.md says of it: after the rule no text holds a word pair 4 times, and on the tuning sets no
     # text repeats an earlier one (on the held-out set some do: the rule acts within a text, not across batches)
     for line in table.splitlines()[2:]:
         cells = [c.strip() for c in line.strip("|").split("|")]
@@ -137,11 +137,11 @@ def test_the_readme_quotes_the_rule_on_and_off_releases_of_the_seventh_set():
     if not ((on / "results.jsonl").exists() and (off / "results.jsonl").exists()):
         pytest.skip("the seventh set's rule on/off releases are not stored")
     table = before_after_table({"short_passages (held out)": (off, on)}, every_release=True)
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "results" / "README.md").read_text()
     assert table in readme
     effect = difference_of_means(scores(on, "pp"), scores(off, "pp"))
     assert len(scores(on, "pp")) == len(scores(off, "pp")) == 3
-    # what the README says: the interval holds 0 (no cost, no gain shown); the rule bounds the longest loop
+    # what results/README.md says: the interval holds 0 (no cost, no gain shown); the rule bounds the longest loop
     assert effect["low"] < 0 < effect["high"]
     assert f"{effect['mean']:+.3f} [{effect['low']:+.3f}, {effect['high']:+.3f}]".replace("-", "−") in readme
     assert max(longest_loops(on, "pp")) <= 4 < 5 <= min(longest_loops(off, "pp"))

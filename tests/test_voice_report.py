@@ -55,7 +55,7 @@ def test_over_ceiling_names_what_exceeds_it():
 
 def test_the_readme_quotes_the_stored_table():
     table = voice_table(load_before(BEFORE), stored.load_cells(AFTER))
-    assert table in (ROOT.parents[1] / "README.md").read_text()
+    assert table in (ROOT.parents[1] / "results" / "README.md").read_text()
 
 
 def test_the_readme_quotes_the_held_out_before_and_after():
@@ -66,4 +66,4 @@ def test_the_readme_quotes_the_held_out_before_and_after():
         assert body["provenance"]["git_commit"] == "9f2858c" and body["cell"]["dataset"] == "everyday_situations"
     table = voice_table(load_before(before), stored.load_cells(after))
     assert len(table.splitlines()) == 2 + 3
-    assert table in (ROOT.parents[1] / "README.md").read_text()
+    assert table in (ROOT.parents[1] / "results" / "README.md").read_text()
