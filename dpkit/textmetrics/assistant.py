@@ -3,16 +3,24 @@
 A synthetic data set should read like the data. A small instruct model asked to
 "write a health news tweet" often answers as an assistant instead: it apologises,
 offers help, says it is an AI, refuses, announces its answer ("Sure, here is a
-tweet…") or repeats the instruction back ("…using all the terms", "keyphrases").
+tweet…"), repeats the instruction back ("…using all the terms", "keyphrases"), asks
+for more information ("Can you please provide me with the information you need?"),
+says it does not know what to write ("I'm not sure what to say, but …", "I'm a little
+bit confused about the ham") or talks about the task, the prompt or the label ("the
+subject of the prompt", "a question with the label Surgery", "[company_name]").
 None of that is a text of the data set.
 
 :data:`ASSISTANT_PATTERNS` is the public list, by kind; :func:`is_assistant_talk`
 says whether a text matches any of them (case-insensitive) and
 :func:`assistant_share` gives the share of texts that do. The list is public
 (it reads no data, so anyone may apply it to a release, and a generator may use it
-to ban phrases). Its false-positive rate on real data, the bundled health tweets,
-Rotten Tomatoes reviews and medical transcriptions, is checked by
-``tests/test_textmetrics_assistant.py`` with the measured bound.
+to ban phrases). Its false positives are counted on every text of the ten corpora the
+project bundles (health tweets, Rotten Tomatoes, medical questions, news, Commons
+speeches, online questions, everyday situations and problems, general questions, short
+passages): at most 0.32% of a corpus (12 of 3,786 whole news articles), 0 in six of
+them; ``tests/test_textmetrics_assistant_fpr.py`` recounts each corpus and holds the
+rate at most 0.5%. The patterns were narrowed while reading what they flagged there, so
+these are measured rates on those corpora, not a promise for unseen data.
 
 The patterns aim at phrases a real document of these kinds practically never
 contains: a refusal counts when it refuses a task ("I can't help/write/provide…")
@@ -35,11 +43,13 @@ _KINDS = (r"(?:tweet|review|text|sentence|paragraph|response|summary|rewrite|par
 ASSISTANT_PATTERNS: dict[str, tuple[str, ...]] = {
     # "I'm sorry, but…", "I apologize for the confusion", "my apologies"
     "apology": (
-        r"\bi apologi[sz]e\b",
-        r"\bmy apologies\b",
+        r"\b(?:i apologi[sz]e|my apologies) (?:for|about) (?:the|any|my) (?:[\w-]+ )?(?:confusion|misunderstanding|"
+        r"mistake|error|inconvenience|oversight)\b",
+        r"\b(?:i apologi[sz]e|my apologies),? but (?:i (?:can(?:no|')?t|cannot|am not|'m not|am unable|'m unable|don't|"
+        r"do not|must)|as an?)\b",
         r"\bsorry (?:for|about) (?:the|any|my) (?:confusion|misunderstanding|mistake|error)\b",
-        r"\bi(?:'m| am) sorry,? but\b",
-        r"\bi(?:'m| am) sorry,? (?:but )?(?:i|as an)\b",
+        r"\bi(?:'m| am) sorry,? (?:but )?(?:i (?:can(?:no|')?t|cannot|am not able|'m not able|am unable|'m unable|"
+        r"don't (?:have|understand|know what)|do not (?:have|understand))|as an?)\b",
         r"\bsorry (?:for|about|if) (?:any |the )?(?:[\w-]+ ){0,2}confusion\b",
     ),
     # "How can I help you?", "I'm here to help", "Let me know if you need…", "Hope this helps"
@@ -55,7 +65,50 @@ ASSISTANT_PATTERNS: dict[str, tuple[str, ...]] = {
         r"\bfeel free to (?:ask me|ask if|let me know|reach out to me)\b",
         r"\bhope (?:this|that) helps\b",
         r"\bis there anything else (?:i|you(?:'d| would) like me)\b",
-        r"\bif you have any (?:other |more |further )?(?:questions|requests)\b",
+        r"\bif you have any (?:other |more |further )?(?:questions|requests)\b[^.?!]{0,20}?(?:feel free to ask|let me "
+        r"know|(?:don't|do not) hesitate to ask|i(?:'m| am) here|i(?:'d| would) be (?:happy|glad))",
+        r"\banything else (?:you(?:'d| would) like|you want|i can)\b",
+        r"\bi (?:can|could|will|'ll) (?:help|assist) you\b",
+        r"\blet me (?:help|assist)\b",
+        r"\b(?:help|assist) (?:you )?with (?:your|this|that) (?:[\w-]+ ){0,2}?(?:project|task|request|writing|essay|"
+        r"assignment)\b",
+        r"\blet me know (?:what|which|how|whether)\b",
+    ),
+    # "Can you please provide me with the information you need?", "I need more context", "Please share the details"
+    "request_for_information": (
+        r"\b(?:can|could|would|will) you (?:please |kindly )?(?:provide|give|send|share|tell) me (?:with )?(?:the |some |"
+        r"more |any |additional |further |a few )?(?:[\w-]+ )?(?:information|details|context|specifics)\b",
+        r"\bplease (?:provide|give|share|send) (?:me )?(?:with )?(?:the |some |more |any |additional |further |a few )?"
+        r"(?:specific |relevant )?(?:information|details|context|specifics)\b",
+        r"\b(?:information|details|context) (?:that )?you need\b",
+        r"\b(?:i need|i'd need|i would need|i'll need|i will need|without) (?:a bit |a little |a few |some )?(?:more|"
+        r"additional|further) (?:information|context|details|specifics)\b",
+        r"\bbased on the (?:information|text|details|context|description) (?:you(?:'ve| have)? )?(?:provided|given|"
+        r"shared)\b",
+        r"\bi understand (?:that )?you(?:'re| are| want| need| have)\b",
+    ),
+    # "I'm not sure what to say, but …", "I'm a little bit confused about the ham"
+    "uncertainty": (
+        r"\bi(?:'m| am) (?:not (?:really |quite |entirely |too )?sure|unsure) (?:what|how) to (?:say|write|respond|"
+        r"answer|reply)\b",
+        r"\bi(?:'m| am) (?:(?:a )?(?:little |tiny |bit |tad )*|so |very |really |quite |slightly |kind of |kinda )?"
+        r"(?:confused|puzzled)\b",
+        r"\b(?:confused|unsure|not sure) (?:about|by|with|of) (?:the|this|your) (?:[\w-]+ ){0,2}?(?:label|task|prompt|"
+        r"instructions?|request|category)s?\b",
+    ),
+    # talk about the task instead of doing it: "the subject of the prompt", "the given sentence",
+    # "a question with the label Surgery", "Label: ham", template slots such as "[company_name]"
+    "task_meta": (
+        r"\b(?:the|this|your|my|given|above) prompt\b",
+        r"\bthe (?:given|above|provided) (?:sentence|text|passage|paragraph|prompt|instructions?|task|keywords?|words|"
+        r"label)s?\b",
+        r"\b(?:complete|do|finish|perform|understand) (?:this|the|your) task\b|\bthe task (?:is|was) to\b",
+        r"\blabel\s*:\s*\w",
+        r"\b(?:question|text|tweet|message|review|sentence|passage|speech) (?:with|under) (?:the |a )?label\b",
+        r"\[(?:your (?:name|company|email|address|website|phone|business|location)|insert\b[^\]]{0,30}|company[ _]name|"
+        r"product[ _]name|name|date|original (?:sentence|text)|[a-z]+_[a-z]+)\]",
+        r"\b(?:the|this) sentence (?:is not|isn't) (?:grammatical|correct|clear)|\bgrammatically (?:correct|"
+        r"incorrect)\b",
     ),
     # "As an AI language model…", "I am a helpful AI named SmolLM", "I'm an assistant"
     "ai_self_reference": (
@@ -91,7 +144,7 @@ ASSISTANT_PATTERNS: dict[str, tuple[str, ...]] = {
         r"(?:terms|keyphrases|key phrases|keywords|key words|phrases|words) (?:mentioned|given|provided|listed|above)",
         r"\busing (?:all |each |every )?(?:of )?(?:the |these |those |your |above |given |following )"
         r"(?:terms|keyphrases|key phrases|keywords|key words)\b",
-        r"\b(?:these|above|given|provided) (?:terms|keyphrases|key phrases|keywords)\b",
+        r"\b(?:these|above|given|provided) (?:terms(?! of\b)|keyphrases|key phrases|keywords)\b",
         r"\b(?:uses?|using|use of|employs|incorporates?|includes?) (?:all|each|every) (?:of )?(?:the |these |those |"
         r"your |my |above |given |following |provided |mentioned |described )?(?:[\w-]+ ){0,2}"
         r"(?:terms|keyphrases|key phrases|keywords|key words)\b",
