@@ -65,6 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        check_utf8_arguments(sys.argv[1:] if argv is None else argv)
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
         print(f"dpkit {args.command}: {interrupted_line(sys.argv[1:] if argv is None else argv)}", file=sys.stderr)
@@ -75,6 +76,22 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"dpkit {args.command}: {failure_line(error, getattr(args, 'out', None))}", file=sys.stderr)
         return code
+
+
+def check_utf8_arguments(argv: list[str]) -> None:
+    """Refuse an argument that is not UTF-8 text, naming its flag and its first bad byte.
+
+    Python hands a byte of ``argv`` that is not UTF-8 over as a lone surrogate (``b"\\xe9"`` becomes
+    ``"\\udce9"``); such a string cannot be written, hashed or tokenized, so it is refused here, before
+    anything is read, charged or written."""
+    for i, arg in enumerate(map(str, argv)):
+        bad = next((c for c in arg if "\udc80" <= c <= "\udcff"), None)
+        if bad is None:
+            continue
+        flag, value = arg.split("=", 1) if arg.startswith("--") and "=" in arg else (
+            (argv[i - 1], arg) if i and str(argv[i - 1]).startswith("-") else (f"argument {i + 1}", arg))
+        raise ParameterError(flag, value, f"is not UTF-8 text (byte 0x{ord(bad) - 0xDC00:02x}); give it in UTF-8 "
+                                          "(rename a file whose name is not UTF-8)")
 
 
 def failure_exit_code(error: BaseException) -> int | None:

@@ -412,6 +412,6 @@ def test_the_pp_template_strips_the_echo_of_every_released_text_alike():
     tweets = document_template("health news tweet")
     assert tweets.finish("Good Health: Eat greens every day.", "Goodhealth") == "Eat greens every day."
     assert tweets.finish("Well: My stroke of luck today", "Goodhealth") == "Well: My stroke of luck today"
-    with pytest.raises(ParameterError):
-        from dpkit.models.voice import strip_echo
-        strip_echo("x: y z w", "a b")
+    from dpkit.models.voice import strip_echo     # a type without a 3-letter word: "label" and the label only
+    assert strip_echo("x: y z w", "a b") == "x: y z w"
+    assert strip_echo("Dental: which tooth erupts first?", "a b", ["Dental"]) == "which tooth erupts first?"

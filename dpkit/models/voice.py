@@ -341,6 +341,9 @@ _ECHO_JOINERS = ("the", "a", "an", "this", "another", "one", "new", "my", "our",
 _SEPARATOR = r"\s*(?:[:|]|\s[-–—](?=\s))\s*"
 
 
+_LETTERS = r"[^\W\d_]+"   # a run of letters, of any script
+
+
 def _word_variants(word: str) -> str:
     """A word of the document type as a pattern: itself, its plural, and longer forms ("exam" -> "examination")."""
     return re.escape(word.lower()) + r"[\w-]*"
@@ -352,12 +355,12 @@ def echo_pattern(document_type: str, labels: Sequence[str] = ()) -> re.Pattern:
     name (also split by a space or hyphen: "Good Health" for "goodhealth"), mixed with articles and joiners (:data:`_ECHO_JOINERS`) and numbers, ending in a
     colon, a bar or a spaced dash, repeated ("A medical exam question is: Surgery: ...", "Label: Dental:").
     At least one word of the document type, "label" or a label name must occur (a bare "The:" is not an
-    echo)."""
-    words = {w for w in re.findall(r"[A-Za-z]+", str(document_type)) if len(w) > 2}
-    if not words:
-        raise ParameterError("document_type", document_type, "must contain a word of at least 3 letters")
+    echo). Words are runs of letters of any script ("日本語のツイート" is one word); a document type without a
+    word of 3 letters ("ab") adds none, and the echo is then "label" or a label name only: any public
+    document type gives a pattern, so the rule never refuses a text after the budget is spent."""
+    words = {w for w in re.findall(_LETTERS, str(document_type)) if len(w) > 2}
     words.add("label")
-    names = {w.lower() for label in labels for w in re.findall(r"[A-Za-z]+", str(label)) if len(w) > 1}
+    names = {w.lower() for label in labels for w in re.findall(_LETTERS, str(label)) if len(w) > 1}
     # a label name may come back split ("goodhealth" -> "Good Health", "Nytimes-Health")
     patterns = [_word_variants(w) for w in words] + [r"[\s-]?".join(map(re.escape, n)) + "s?" for n in names]
     own = "|".join(sorted(patterns, key=len, reverse=True))

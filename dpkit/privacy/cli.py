@@ -18,7 +18,9 @@ import sys
 
 from dpkit.validate import ParameterError, check_int, check_positive, check_probability
 
-_FLAGS = {"svt_sigma": "--svt-sigma", "batch_size": "--batch-size"}
+_FLAGS = {"svt_sigma": "--svt-sigma", "batch_size": "--batch-size",
+          "clip/(expected_batch_size*temperature)": "--clip/(--batch-size*--temperature)",
+          "1/(expected_batch_size*svt_sigma)": "1/(--batch-size*--svt-sigma)"}
 
 
 def register(subparsers) -> None:

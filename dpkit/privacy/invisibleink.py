@@ -42,8 +42,8 @@ from __future__ import annotations
 import math
 
 from dpkit.privacy.contract import PrivacyContract
-from dpkit.privacy.private_prediction import (UNIT, check_batch_size, guarantee_at_cap, rho_at_cap, token_grid,
-                                              token_rho, tokens_within)
+from dpkit.privacy.private_prediction import (UNIT, check_batch_size, check_cost_ratio, guarantee_at_cap, rho_at_cap,
+                                              token_grid, token_rho, tokens_within)
 from dpkit.privacy.zcdp import epsilon_to_zcdp
 from dpkit.validate import ParameterError, check_int, check_positive
 
@@ -82,6 +82,7 @@ def invisibleink_token_contract(batch_size: float, clip: float, temperature: flo
     s = check_batch_size(batch_size)
     c = check_positive("clip", clip)
     tau = check_positive("temperature", temperature)
+    check_cost_ratio("clip/(expected_batch_size*temperature)", c / s / tau, f"clip={c:g}, s={s:g}, tau={tau:g}")
     grid = token_grid(s, c)
     return PrivacyContract(
         mechanism="InvisibleInk token (exponential mechanism on public logits + DClip'd differences / s, "

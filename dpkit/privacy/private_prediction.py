@@ -40,6 +40,23 @@ def check_batch_size(batch_size) -> float:
     return s
 
 
+#: the range of ``c/(s tau)`` (and of ``1/(s sigma)``) within which one private token's cost,
+#: ``rho = (c/(s tau))^2 / 2`` up to the grid, is a positive finite float: outside it rho underflows to 0
+#: (no cap ``r`` exists) or overflows to infinity
+COST_RATIO_RANGE = (1e-150, 1e150)
+
+
+def check_cost_ratio(names: str, ratio: float, given: str) -> None:
+    """Refuse a ratio such as ``c/(s tau)`` outside :data:`COST_RATIO_RANGE`, naming the parameters it is made
+    of (``names``) and their values (``given``), before any cost is computed from it."""
+    low, high = COST_RATIO_RANGE
+    if not low <= ratio <= high:
+        way = ("underflows to 0: lower expected_batch_size or temperature, or raise clip" if ratio < low else
+               "overflows: raise expected_batch_size or temperature, or lower clip")
+        raise ParameterError(names, ratio, f"must be between {low:g} and {high:g} ({given}); outside it the cost "
+                                           f"of one private token {way}")
+
+
 def token_grid(batch_size: float, clip: float) -> float:
     """The public grid the averaged clipped logits are quantized to before a private token is drawn."""
     return exponential_grid(check_positive("clip", clip) / check_batch_size(batch_size))
@@ -50,6 +67,7 @@ def private_token_contract(batch_size: float, clip: float, temperature: float) -
     s = check_batch_size(batch_size)
     c = check_positive("clip", clip)
     tau = check_positive("temperature", temperature)
+    check_cost_ratio("clip/(expected_batch_size*temperature)", c / s / tau, f"clip={c:g}, s={s:g}, tau={tau:g}")
     grid = token_grid(s, c)
     return PrivacyContract(
         mechanism="private token (softmax of averaged clipped logits)", neighbouring="add/remove",
@@ -64,6 +82,7 @@ def svt_contract(batch_size: float, svt_sigma: float) -> PrivacyContract:
     """Contract of one sparse-vector run before a private token (Lemma 5): 2 (1/s + grid)/sigma-DP."""
     s = check_batch_size(batch_size)
     sigma = check_positive("svt_sigma", svt_sigma)
+    check_cost_ratio("1/(expected_batch_size*svt_sigma)", 1.0 / s / sigma, f"s={s:g}, sigma={sigma:g}")
     grid = svt_grid(1.0 / s, sigma)
     return PrivacyContract(
         mechanism="AboveThreshold (public vs private distance)", neighbouring="add/remove", unit=UNIT,
