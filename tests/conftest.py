@@ -9,6 +9,7 @@ import pytest
 
 os.environ.setdefault("MPLBACKEND", "Agg")
 os.environ.setdefault("DPKIT_THREADS", "1")
+os.environ.setdefault("DPKIT_PROGRESS", "0")  # no progress lines in a test's stderr (tests/test_progress_lines.py)
 
 from dpkit import runtime  # noqa: E402
 

@@ -75,7 +75,7 @@ from dpkit.privpred.executors import check_executor
 from dpkit.privpred.llamacpp_engine import LlamaCppPrivateLM, is_local_backend, load_private_llamacpp, runtime_name
 from dpkit.privpred.jobs import BatchJob
 from dpkit.privpred.prompts import PromptTemplate
-from dpkit.runs import digest
+from dpkit.runs import digest, progress
 from dpkit.seeds import batch_rng, batch_sequence, root_sequence  # noqa: F401 (batch_rng: one batch's generator)
 from dpkit.validate import ParameterError, check_epsilon_cap, check_int, check_probability
 
@@ -413,7 +413,9 @@ def generate_synthetic(records: Sequence[str], template: PromptTemplate, config:
                            public_prompts[batch.label], batch_sequence(root, batch.label, batch.number))
 
     done = dict(done)
-    for job, record in executor.decode(lm, jobs(), settings):  # any order; the driver alone writes
+    decoded = progress(executor.decode(lm, jobs(), settings), total=len(batches), initial=len(batches) - len(pending),
+                       desc="pp: decoding batches")
+    for job, record in decoded:  # any order; the driver alone writes
         if run is not None:
             run.append(job.batch_id, record)
         done[job.batch_id] = record
