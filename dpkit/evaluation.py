@@ -40,6 +40,7 @@ import numpy as np
 from dpkit import runtime
 from dpkit.data.tables import read_table
 from dpkit.models.embed import load_embedder
+from dpkit.runs import verify_folder
 from dpkit.textmetrics import measure_texts
 from dpkit.validate import ParameterError, check_in_range, check_int
 
@@ -153,9 +154,11 @@ def _evaluate_command(args: argparse.Namespace) -> int:
             raise
 
     try:
+        check_release(args.synthetic)
         synthetic = read("--synthetic", args.synthetic, "text", "label")
         test = read("--test", args.test, args.text_column, args.label_column)
         real = read("--real", args.real, args.text_column, args.label_column) if args.real else None
+        check_shared_labels(synthetic.labels, test.labels)
     except ParameterError as error:
         message = str(error)
         if error.value == "text" or error.value == "label":
@@ -185,6 +188,34 @@ def _evaluate_command(args: argparse.Namespace) -> int:
         result["real"] = real_scores
     print(json.dumps(result, indent=2, sort_keys=True) if args.json else format_report(result))
     return 0
+
+
+def check_release(synthetic_path: str) -> None:
+    """A ``synthetic.jsonl`` in the ``release/`` of a ``dpkit synth`` run folder (``private/`` beside it) is
+    scored only if the run folder verifies (:func:`dpkit.runs.verify_folder`: its checksums and seal), so an
+    edited release is not scored as the release. A release copied out of its run folder cannot be checked."""
+    release = Path(synthetic_path).resolve().parent
+    private = release.parent / "private"
+    if release.name != "release" or not (private / "manifest.json").is_file():
+        return
+    try:
+        verify_folder(private)
+    except ParameterError as error:
+        raise ParameterError("--synthetic", synthetic_path, f"is the release of a run folder that does not verify "
+                                                            f"({error}): an edited release is not scored") from None
+
+
+def check_shared_labels(synthetic_labels: Sequence | None, test_labels: Sequence | None) -> None:
+    """Refuse synthetic and test labels that share no value: every prediction would be wrong, and the score
+    (0.0) would read as a useless release instead of a label-name mismatch."""
+    if synthetic_labels is None or test_labels is None:
+        return
+    ours, theirs = {str(y) for y in synthetic_labels}, {str(y) for y in test_labels}
+    if not ours & theirs:
+        shown = ", ".join(repr(y) for y in sorted(ours)[:3]) + (", ..." if len(ours) > 3 else "")
+        raise ParameterError("--synthetic", f"<{len(ours)} labels: {shown}>",
+                             f"shares no label with --test ({len(theirs)} labels): every prediction would be "
+                             "wrong; name the labels alike (the release's labels are the --labels of dpkit synth)")
 
 
 def _release_document_type(synthetic_path: str) -> str | None:
@@ -255,7 +286,8 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("evaluate", help="train the project's classifier on synthetic texts, score on real "
                               "test texts, and measure the texts against them (text report or --json)",
                               epilog=OUTPUT_FORMATS)
-    p.add_argument("--synthetic", required=True, help="synthetic.jsonl of a labelled release")
+    p.add_argument("--synthetic", required=True, help="synthetic.jsonl of a labelled release (inside its dpkit "
+                   "synth run folder, the folder is verified first: an edited release is refused)")
     p.add_argument("--test", required=True, help="real test data: CSV, TSV or JSON Lines")
     p.add_argument("--text-column", required=True, help="text column of --test (and --real)")
     p.add_argument("--label-column", required=True, help="label column of --test (and --real)")
