@@ -66,6 +66,7 @@ from typing import Callable, Iterator, Sequence
 from dpkit.experiments.cells import TEACHING_RUN, LocalCells, package_version
 from dpkit.experiments.compare import METHOD_NAMES, VARIANT_ROWS, Sizes
 from dpkit.io import atomic_write_bytes
+from dpkit.models.named import check_local_model
 from dpkit.runs import lock
 from dpkit.runs.codec import digest, keyed_digest
 from dpkit.runtime import cache_dir
@@ -584,6 +585,7 @@ def _compare_command(args) -> int:
         preset = replace(preset, methods=parse_methods(args.methods))
     if args.datasets is not None:
         preset = replace(preset, datasets=parse_datasets(args.datasets, preset))
+    check_local_model(args.model)  # a missing model file: exit 2 before any cell is computed or folder written
     start = time.perf_counter()
     cells = LocalCells(preset, model=args.model)
     model = cells.model()  # a named model whose packages are missing: ParameterError (exit 2) before any folder

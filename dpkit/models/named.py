@@ -112,6 +112,16 @@ def resolve_model(model, parameter: str = "--model"):
         raise ParameterError(parameter, model, f"needs its model packages: {error}") from None
 
 
+def check_local_model(model, parameter: str = "--model"):
+    """:func:`resolve_model`, and a ``.gguf`` or local path (``/``, ``./``, ``../``, ``~``) that is not there
+    refused (:class:`~dpkit.validate.ParameterError`, exit 2) before a command computes or writes anything."""
+    if isinstance(model, str) and not is_named(model) and (
+            model.lower().endswith(".gguf") or model.startswith(("/", "./", "../", "~"))) \
+            and not Path(model).expanduser().exists():
+        raise ParameterError(parameter, model, "is not an existing file or folder; give " + LOCAL_MODEL_HELP)
+    return resolve_model(model, parameter)
+
+
 def display_name(model) -> str | None:
     """The model's own name for a named model (for reports), else ``None``."""
     if not is_named(model):
