@@ -179,20 +179,38 @@ def outside_labels_error(declared, count: int, first: int) -> ParameterError:
                           "compared exactly, after trimming spaces")
 
 
+#: The longest public description of a label (characters): a few words that go into every prompt.
+MAX_DESCRIPTION_CHARS = 200
+_LABELS_ALLOWED = ("comma-separated names (a,b), a JSON list such as '[\"a,b\", \"c\"]', or a JSON object mapping "
+                   "each name to its public description such as '{\"ham\": \"a personal message between friends\", "
+                   "\"spam\": \"an unsolicited advertisement\"}'")
+
+
+def _declared_json(declared: str):
+    """``--labels`` that starts with ``[`` or ``{`` parsed as JSON (ParameterError naming the flag when it is not)."""
+    try:
+        return json.loads(declared)
+    except ValueError as error:
+        raise ParameterError("--labels", declared, f"starts with '{declared.strip()[0]}' but is not valid JSON "
+                             f"({error}); must be {_LABELS_ALLOWED}") from None
+
+
 def parse_labels(declared) -> tuple[str, ...]:
     """The label set the user declares (public): a JSON list (``'["a,b", "c"]'``, for names with commas),
-    comma-separated names (``a,b,c``), or a sequence of names."""
+    comma-separated names (``a,b,c``), a JSON object of names to descriptions (its keys, in order; see
+    :func:`parse_label_descriptions`), or a sequence of names."""
     if isinstance(declared, str):
         text = declared.strip()
-        if text.startswith("["):
-            try:
-                names = json.loads(text)
-            except ValueError as error:
-                raise ParameterError("--labels", declared, f"starts with '[' but is not a JSON list: {error}") from None
+        if text.startswith("{"):
+            names = list(parse_label_descriptions(declared))
+        elif text.startswith("["):
+            names = _declared_json(text)
             if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
                 raise ParameterError("--labels", declared, "must be a JSON list of strings")
         else:
             names = declared.split(",")
+    elif isinstance(declared, dict):
+        names = list(parse_label_descriptions(declared))
     else:
         names = list(declared)
     names = tuple(str(n).strip() for n in names)
@@ -200,6 +218,42 @@ def parse_labels(declared) -> tuple[str, ...]:
         raise ParameterError("--labels", declared, "must be distinct, non-empty names: comma-separated, or a JSON "
                              "list such as '[\"a,b\", \"c\"]'")
     return names
+
+
+def parse_label_descriptions(declared) -> dict[str, str] | None:
+    """The public description of each label, when ``--labels`` is a JSON object (``'{"ham": "a personal message
+    between friends", "spam": "an unsolicited advertisement"}'``) or a dict; None for a plain label set.
+
+    Names are stripped and must be distinct and non-empty; each description must be a non-empty string of at
+    most :data:`MAX_DESCRIPTION_CHARS` characters on one line (it goes into every prompt). The descriptions
+    are public parameters, like the names: they are written to ``config.json`` and the privacy report says so.
+    """
+    if isinstance(declared, str):
+        if not declared.strip().startswith("{"):
+            return None
+        table = _declared_json(declared.strip())
+    elif isinstance(declared, dict):
+        table = declared
+    else:
+        return None
+    if not isinstance(table, dict) or not table:
+        raise ParameterError("--labels", declared, f"must be {_LABELS_ALLOWED}, with at least one label")
+    out: dict[str, str] = {}
+    for name, description in table.items():
+        key = str(name).strip()
+        if not key or key in out:
+            raise ParameterError("--labels", declared, f"has an empty or repeated label name {name!r}: names must "
+                                 "be distinct and non-empty")
+        if not isinstance(description, str) or not description.strip():
+            raise ParameterError("--labels", declared, f"gives label {key!r} the description {description!r}: each "
+                                 "description must be a non-empty string of public words")
+        text = " ".join(description.split())
+        if len(text) > MAX_DESCRIPTION_CHARS or "\n" in description.strip():
+            raise ParameterError("--labels", declared, f"gives label {key!r} a description of {len(text)} "
+                                 f"characters or several lines: each must be one line of at most "
+                                 f"{MAX_DESCRIPTION_CHARS} characters")
+        out[key] = text
+    return out
 
 
 def label_set(labels, declared=None) -> tuple[str, ...]:

@@ -35,6 +35,13 @@ FEW_SHOT_TEMPLATE = Public(
     "Here are examples of the kind of text wanted:\n{examples}\n\n"
     "Write one new {document_type} about {keyphrases}.")
 CLASS_TEMPLATE = Public("Write one {document_type} about {class_name}. Reply with the {document_type} only.")
+#: With a label's public description (``--labels`` as a JSON object, given by the data owner): the same
+#: instructions with the description after the document type. Only then does a DP-KPS prompt say which
+#: class a text is for (the seed paper's prompts never do); the description is public, so it costs nothing.
+DESCRIBED_TEMPLATE = Public("Write one {document_type} ({description}) about {keyphrases}.")
+FEW_SHOT_DESCRIBED_TEMPLATE = Public(
+    "Here are examples of the kind of text wanted:\n{examples}\n\n"
+    "Write one new {document_type} ({description}) about {keyphrases}.")
 
 
 def keyphrase_text(terms: Sequence[Privatized]) -> Privatized:
@@ -83,9 +90,13 @@ def _public_text(name: str, value) -> Public:
 
 
 def kps_prompt(terms: Sequence[Privatized], document_type: Public, *,
-               examples: Sequence[Public | Privatized] | None = None, template: Public | None = None) -> Privatized:
-    """A privatized DP-KPS prompt; ``examples``: Public texts or :func:`synthetic_example` outputs."""
+               examples: Sequence[Public | Privatized] | None = None, template: Public | None = None,
+               description: Public | None = None) -> Privatized:
+    """A privatized DP-KPS prompt; ``examples``: Public texts or :func:`synthetic_example` outputs;
+    ``description``: the label's Public description (None: the class is not named, as in the paper)."""
     fields = dict(document_type=_public_text("document_type", document_type), keyphrases=keyphrase_text(terms))
+    if description is not None:
+        fields["description"] = _public_text("description", description)
     if examples:
         if isinstance(examples, str) or not isinstance(examples, Sequence):
             raise ParameterError("examples", type(examples).__name__, "must be a sequence of Public example texts")
@@ -95,8 +106,9 @@ def kps_prompt(terms: Sequence[Privatized], document_type: Public, *,
                 raise ParameterError(f"examples[{i}]", example, "must be a non-empty example text")
         fields["examples"] = Public("\n").join_marked(
             [compose_prompt(Public("- {example}"), example=e) for e in examples])
-        return compose_prompt(template or FEW_SHOT_TEMPLATE, **fields)
-    return compose_prompt(template or DEFAULT_TEMPLATE, **fields)
+        return compose_prompt(template or (FEW_SHOT_TEMPLATE if description is None else FEW_SHOT_DESCRIBED_TEMPLATE),
+                              **fields)
+    return compose_prompt(template or (DEFAULT_TEMPLATE if description is None else DESCRIBED_TEMPLATE), **fields)
 
 
 def class_prompt(document_type: Public, class_name: Public) -> Public:

@@ -45,12 +45,16 @@ class Records:
 
     ``label_set_declared`` records whether the label set came from the user
     (``--labels``) or was read from the input and is *treated as* public.
+    ``label_descriptions`` (public, one per name of ``label_set``, or None): what each
+    label means in the data owner's words (``--labels`` as a JSON object); every
+    method's prompts use :attr:`prompt_labels`, the description in place of the name.
     """
 
     texts: tuple[str, ...]
     labels: tuple[int, ...] | None = None
     label_set: tuple[str, ...] | None = None
     label_set_declared: bool = True
+    label_descriptions: tuple[str, ...] | None = None
 
     def __post_init__(self):
         if isinstance(self.texts, str):
@@ -77,11 +81,20 @@ class Records:
                 raise ParameterError("labels", "<out of range>", f"must be indices into label_set (0..{len(names) - 1})")
             object.__setattr__(self, "labels", labels)
             object.__setattr__(self, "label_set", names)
+        if self.label_descriptions is not None:
+            descriptions = tuple(self.label_descriptions)
+            if self.label_set is None or len(descriptions) != len(self.label_set):
+                raise ParameterError("label_descriptions", descriptions, "must give one description per name of "
+                                     "label_set (and needs labelled records)")
+            if not all(isinstance(d, str) and d.strip() for d in descriptions):
+                raise ParameterError("label_descriptions", descriptions, "must be non-empty strings")
+            object.__setattr__(self, "label_descriptions", descriptions)
 
     @classmethod
     def from_strings(cls, texts: Sequence[str], labels: Sequence[str] | None, label_set: Sequence[str] | None,
-                     declared: bool = True) -> "Records":
-        """Records from label *names* (each must be in ``label_set``)."""
+                     declared: bool = True, descriptions: dict[str, str] | None = None) -> "Records":
+        """Records from label *names* (each must be in ``label_set``); ``descriptions``: name -> public
+        description (``--labels`` as a JSON object), or None."""
         if labels is None:
             return cls(tuple(texts))
         index = {name: k for k, name in enumerate(label_set)}
@@ -89,11 +102,22 @@ class Records:
         if outside:  # positions and a count only: the labels of the input are private
             raise ParameterError("labels", f"<{len(outside)} labels outside the set, the first at index {outside[0]}>",
                                  f"must belong to the label set {list(label_set)}")
-        return cls(tuple(texts), tuple(index[y] for y in labels), tuple(label_set), declared)
+        described = tuple(descriptions[name] for name in label_set) if descriptions else None
+        return cls(tuple(texts), tuple(index[y] for y in labels), tuple(label_set), declared, described)
 
     @property
     def labelled(self) -> bool:
         return self.labels is not None
+
+    @property
+    def prompt_labels(self) -> tuple[str, ...] | None:
+        """What a prompt says for each label of ``label_set``: its public description when the data owner gave
+        one (``--labels '{"ham": "a personal message between friends", ...}'``), else its name; None when the
+        records are unlabelled. Every method builds its prompts from this (the released records still carry
+        the names)."""
+        if self.label_set is None:
+            return None
+        return self.label_descriptions if self.label_descriptions is not None else self.label_set
 
     def __len__(self) -> int:
         return len(self.texts)
@@ -101,7 +125,7 @@ class Records:
     def capped(self, max_chars: int) -> "Records":
         """Each text cut at ``max_chars`` characters (a public rule of every method)."""
         return Records(tuple(t[:max_chars] for t in self.texts), self.labels, self.label_set,
-                       self.label_set_declared)
+                       self.label_set_declared, self.label_descriptions)
 
 
 @dataclass(frozen=True)

@@ -227,7 +227,7 @@ def synthesize(records: Records, config: Config, run, backend, seed_sequence: np
         document_type = config.document_type if config.voice else None
         topics = [None] * len(keys)
         if config.name_label and records.labelled:  # post-processing of the released label (a public name)
-            topics = [Public(records.label_set[int(y)]) for y in released["labels"]]
+            topics = [Public(records.prompt_labels[int(y)]) for y in released["labels"]]
         prompts = {key: reconstruction_messages(PrivateDocument(tuple(triples), np.zeros(0, np.int64), contract),
                                                 document_type, topic)
                    for key, triples, topic in zip(keys, released["triples"], topics)}

@@ -142,26 +142,30 @@ def _public_vocabulary(name: str) -> PhraseMatcher:
     return PhraseMatcher(words)
 
 
-def _generate(sequences, config: Config, run, backend, seed_sequence) -> dict[str, tuple]:
+def _generate(sequences, config: Config, run, backend, seed_sequence, descriptions=None) -> dict[str, tuple]:
     """key ``text-c-i`` -> (prompt, completion), in the order of the sequences.
 
     Round 1: the first ``few_shot`` sequences of each label (all of them when
     ``few_shot`` is 0), from their keyphrases alone. Round 2: the rest, each with
-    its label's round-1 texts as examples (see the module docstring).
+    its label's round-1 texts as examples (see the module docstring). ``descriptions``: each label's
+    public description (``Records.label_descriptions``), named in its prompts; None: no class is named.
     """
     document_type = Public(config.document_type)  # public configuration
+    described = [Public(d) for d in descriptions] if descriptions else [None] * len(sequences)  # public
     keys = {(c, i): f"text-{c}-{i}" for c, seqs in enumerate(sequences) for i in range(len(seqs))}
     first = {k for k in keys if config.few_shot == 0 or k[1] < config.few_shot}
     # the voice is public configuration: system message, opened answer, stop sequences, banned openings
     generation = dict(max_new_tokens=config.max_new_tokens, temperature=config.temperature,
                       voice=document_voice(config.document_type) if config.voice else None)
     # the keyphrases are the Privatized terms DP-KPS released
-    prompts = {keys[k]: kps_prompt(list(sequences[k[0]][k[1]]), document_type) for k in keys if k in first}
+    prompts = {keys[k]: kps_prompt(list(sequences[k[0]][k[1]]), document_type, description=described[k[0]])
+               for k in keys if k in first}
     done = generate_keyed(run, backend, prompts, batch_size=config.batch_size, desc="kps: generating",
                           seed=int_seed(seed_sequence, 2), **generation)
     examples = {c: [synthetic_example(prompts[keys[k]], done[keys[k]], config.example_chars)
                     for k in sorted(first) if k[0] == c and done[keys[k]].strip()] for c in range(len(sequences))}
-    later = {keys[k]: kps_prompt(list(sequences[k[0]][k[1]]), document_type, examples=examples[k[0]] or None)
+    later = {keys[k]: kps_prompt(list(sequences[k[0]][k[1]]), document_type, examples=examples[k[0]] or None,
+                                 description=described[k[0]])
              for k in keys if k not in first}
     if later:
         done.update(generate_keyed(run, backend, later, batch_size=config.batch_size, desc="kps: few-shot",
@@ -197,7 +201,8 @@ def synthesize(records: Records, config: Config, run, backend, seed_sequence: np
         return {"sequences": sequences, "contract": model.contracts["kde"][0].to_dict()}
 
     released = checkpoint(run, "keyphrases", private_part)
-    prompts = _generate(released["sequences"], config, run, backend, seed_sequence)
+    prompts = _generate(released["sequences"], config, run, backend, seed_sequence,
+                        records.label_descriptions if records.labelled else None)
     texts = {key: text for key, (_, text) in prompts.items()}
     owners = {key: int(key.split("-")[1]) for key in prompts}
     out = []

@@ -151,7 +151,7 @@ def synthesize(records: Records, config: Config, run, backend, seed_sequence: np
     texts = [t if t.strip() else EMPTY_TEXT for t in records.texts]
     ledger = release_ledger(run, config)  # the charge at the cap r (pp_charge) is checked against its budget
     result = generate_synthetic(texts, template_for(config, records.labelled), config,
-                                labels=records.labels, label_names=records.label_set, n_batches=config.n_batches,
+                                labels=records.labels, label_names=records.prompt_labels, n_batches=config.n_batches,
                                 model=lm, seed=seed_sequence, run=run, ledger=ledger, executor=executor)
     out = []
     for example in result.examples:

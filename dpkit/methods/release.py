@@ -97,6 +97,11 @@ def privacy_report(release: Release, public: dict) -> str:
     if public.get("label_column"):
         if public.get("labels_declared"):
             lines.append("- The label set was declared by the data owner (`--labels`) and is public.")
+        if public.get("label_descriptions"):
+            lines.append("- Each label's description (`--labels` as a JSON object, in `config.json`) was given by "
+                         "the data owner and is a **public parameter**, like the names: every method's prompts use "
+                         "it in place of the label's name, and it costs no privacy only because it was written "
+                         "without reading the private records.")
         else:
             lines.append("- The label set was read from the input (no `--labels` was given): it is **treated as "
                          "public** and appears in `config.json`. Give `--labels` when the label names themselves "

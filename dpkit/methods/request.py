@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from dpkit import backends
 from dpkit.data.selection import row_rule
-from dpkit.data.tables import RowLimitExceeded, label_set, parse_labels, read_table
+from dpkit.data.tables import RowLimitExceeded, label_set, parse_label_descriptions, parse_labels, read_table
 from dpkit.methods import METHODS, Records
 from dpkit.methods.base import config_dict
 from dpkit.methods.planning import ReleasePlan, release_plan
@@ -78,6 +78,9 @@ def plan_release(args: argparse.Namespace) -> ReleasePlan:
     method = METHODS[args.method]
     config = build_config(args, method)
     labels = parse_labels(args.labels) if args.labels is not None else None
+    descriptions = parse_label_descriptions(args.labels) if args.labels is not None else None
+    if descriptions:  # the sizes are checked on the prompts the run would build: the descriptions in them
+        labels = tuple(descriptions[name] for name in labels)
     if args.label_column is not None and labels is None:
         raise ParameterError("--labels", None, "is needed with --plan and --label-column: the plan reads no data, "
                              "so declare the public label set (or leave out --label-column for unlabelled input)")
@@ -117,9 +120,11 @@ def plan(args: argparse.Namespace) -> Plan:
     rule = rows_rule(args, method)
     table = read_rows(args, method, rule)  # streamed; the rule applied while reading; declared labels checked
     names = label_set(table.labels, args.labels) if table.labels is not None else None
-    records = Records.from_strings(table.texts, table.labels, names, declared=args.labels is not None)
+    descriptions = parse_label_descriptions(args.labels) if args.labels is not None else None  # public
+    records = Records.from_strings(table.texts, table.labels, names, declared=args.labels is not None,
+                                   descriptions=descriptions)
     backend = backend_of(args)
-    planned = _fitting(args.method, config, labels=names, labelled=names is not None, rule=rule,
+    planned = _fitting(args.method, config, labels=records.prompt_labels, labelled=names is not None, rule=rule,
                        declared_rows=getattr(args, "rows", None), backend=backend)
     key = getattr(backend, "key_variable", None)
     if key and not os.environ.get(key):  # checked before the run folder exists, not after the run started
@@ -130,6 +135,8 @@ def plan(args: argparse.Namespace) -> Plan:
                 "limit": rule.limit, "rows": rule.to_dict(), "smoke": bool(args.smoke),
                 "backend": args.backend or "local",
                 "model": args.model}
+    if descriptions:  # recorded only when given, so the settings of earlier runs (and their resumes) are unchanged
+        settings["label_descriptions"] = descriptions
     neutral = getattr(method, "OUTPUT_NEUTRAL", ())  # recorded in config.json, but a resume may change them
     params = dict(settings, method_config={k: v for k, v in config_dict(config).items() if k not in neutral},
                   epsilon=args.epsilon, delta=args.delta,
