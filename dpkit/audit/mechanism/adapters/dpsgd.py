@@ -26,6 +26,12 @@ dpsgd_step_shuffled           a fixed-size batch of B records drawn without repl
 
 The released vector's projection on the canary's direction orders the outputs as the
 Gaussian likelihood ratio does, so thresholds of it are the events searched.
+
+The step is written here in vectorised numpy (200,000 steps in a fraction of a second), not
+by calling :func:`dpkit.ft.dpsgd.train`, which runs one Opacus step at a time; the tests tie
+the two together: on the same tiny model, Opacus's per-sample gradients and clipped sum (the
+``GradSampleModule`` and ``DPOptimizer`` that :mod:`dpkit.ft.dpsgd` trains with) equal this
+module's, and Opacus's noise on the sum has the standard deviation sigma C drawn here.
 """
 
 from __future__ import annotations
