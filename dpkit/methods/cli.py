@@ -81,8 +81,11 @@ def register(subparsers) -> None:
     p.add_argument("--input", default=None, help="CSV, TSV or JSON Lines file, UTF-8 (required unless --plan)")
     p.add_argument("--text-column", default=None, help="the column with the texts (required unless --plan)")
     p.add_argument("--label-column", default=None, help="the column with the labels (optional)")
-    p.add_argument("--labels", default=None, help="the public label set: comma-separated, or a JSON list such as "
-                   "'[\"a,b\", \"c\"]' (default: read from the input, and the report says it is treated as public)")
+    p.add_argument("--labels", default=None, help="the public label set: comma-separated, a JSON list such as "
+                   "'[\"a,b\", \"c\"]', or a JSON object of public descriptions such as '{\"ham\": \"a personal "
+                   "message between friends\", \"spam\": \"an unsolicited advertisement\"}' that every method's "
+                   "prompts use in place of the names (default: read from the input, and the report says it is "
+                   "treated as public)")
     p.add_argument("--epsilon", type=float, required=True, help="privacy budget, > 0")
     p.add_argument("--delta", type=float, default=None, help="pp only: delta in (0, 1) (default 1e-6)")
     p.add_argument("--out", default=None, help="run folder DIR: DIR/release (publishable) and DIR/private "
