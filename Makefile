@@ -60,7 +60,7 @@ smoke: $(STAMP)
 # The method comparison outside the book build: one JSON per (data set, method, epsilon, seed) in
 # results/compare/$(PRESET)/, resumable (rerun after a crash). The default preset, full, is the issue's
 # realistic sizes (1,000 private records and 200 test texts per label, 50 texts of 48 tokens per label);
-# its measured wall time is in the README. PRESET=medium is a shorter run (few, short texts).
+# its measured wall time is in results/README.md. PRESET=medium is a shorter run (few, short texts).
 # Every preset but smoke takes 5 seeds; the full preset at 5 seeds (about 3 h 10 min, estimated from the
 # stored 3-seed run) does not fit 2 hours, so `make results` runs ONE data set (DATASETS, about 1 h 35 min):
 #   make results DATASETS=health_tweets; make results DATASETS=rotten_tomatoes   (same folder, resumable)

@@ -16,7 +16,7 @@ Prints, with the 1-minute load average beside every figure:
   the keyphrases back; one example text per model and prompt kind.
 
 Utility is measured by ``dpkit experiment compare --preset model-probe`` with and
-without ``--model qwen2.5-coder-1.5b`` (see the README), not here.
+without ``--model qwen2.5-coder-1.5b`` (see docs/qwen.md), not here.
 
 Needs the model's packages: ``make model-qwen``.
 

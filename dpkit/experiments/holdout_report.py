@@ -1,4 +1,4 @@
-"""The README's table of the ``holdout`` preset, computed from its stored cells (a test recomputes it).
+"""The table of the ``holdout`` preset in ``results/README.md``, computed from its stored cells (a test recomputes it).
 
 Every method's text measures and balanced accuracy over 5 seeds, on the data the prompts were
 tuned on and on data nobody tuned on (``data/HOLDOUT.md``). :func:`holdout_table` writes one markdown table: one row per data set and method (real data of

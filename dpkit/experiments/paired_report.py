@@ -1,4 +1,4 @@
-"""The README's paragraph on a stored paired run, computed from its cells (so a test can recompute it).
+"""The paragraph of ``results/README.md`` on a stored paired run, computed from its cells (so a test can recompute it).
 
 :func:`paired_paragraph` reads the stored cells of a preset with one data set and two
 epsilons (``paired-small``) and writes one paragraph: per method the mean balanced

@@ -137,7 +137,7 @@ PRESETS: dict[str, Preset] = {
     # 4 x 8 records per label its batches hold). Measured before choosing, at load average 5 to 13: one DP-KPS
     # release at 25 x 48 took 56 s on an idle machine and one at 20 x 32 had not finished after 10 minutes
     # under load; private prediction's 20 texts x 32 tokens (PyTorch) took over 6 minutes. The run itself
-    # took about 42 minutes at 3 seeds (see README); 5 seeds take 5/3 of it.
+    # took about 42 minutes at 3 seeds (see results/README.md); 5 seeds take 5/3 of it.
     "medium": Preset("medium", ("rotten_tomatoes", "health_tweets"), (1.0, 4.0, math.inf), SEEDS,
                      Sizes(per_class=10, max_new_tokens=32, pp_per_class=4, pp_max_new_tokens=16),
                      max_per_class=1200, test_fraction=200 / 1200,
@@ -152,7 +152,7 @@ PRESETS: dict[str, Preset] = {
                            Sizes(per_class=6, max_new_tokens=24, pp_per_class=3, pp_max_new_tokens=16),
                            max_per_class=1200, test_fraction=200 / 1200,
                            estimate="ESTIMATE: about 35 minutes on the 2-core CPU at load average 13 (35 cells); "
-                                    "see README for the stored run"),
+                                    "see results/README.md for the stored run"),
     # The realistic sizes: 1,000 private training records and 200 test texts per label, 50 synthetic
     # texts of 48 tokens per label for every method, epsilon 1, 4 and infinity, 3 seeds, 2 data sets. DP-KPS reads
     # all 1,000 records per label; DP-ST privatizes the 50 it releases; private prediction reads the 50 x 8 = 400
@@ -264,7 +264,7 @@ PRESETS: dict[str, Preset] = {
     "model-probe": Preset("model-probe", ("rotten_tomatoes", "health_tweets"), (4.0, math.inf), (0,),
                           Sizes(per_class=20, max_new_tokens=48, pp_per_class=2, pp_max_new_tokens=32),
                           max_per_class=1200, test_fraction=200 / 1200, methods=("kps", "pp"),
-                          estimate="measured in the README: minutes with the bundled model, longer with the 1.5B one"),
+                          estimate="measured in docs/qwen.md: minutes with the bundled model, longer with the 1.5B one"),
 }
 
 

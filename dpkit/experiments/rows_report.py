@@ -5,8 +5,8 @@ fresh OS entropy) scored by ``dpkit evaluate`` against the data set's real test 
 :func:`rows_table` gives one markdown line per method: the releases, the wall time of each, the
 texts released, the balanced accuracy (one release: its bootstrap interval over test texts;
 several: their mean with a Student-t interval over releases), real training data of the same
-rows, and the text measures (means over releases). ``tests/test_rows_report.py`` checks that the
-README quotes the table the stored runs give.
+rows, and the text measures (means over releases). ``tests/test_rows_report.py`` checks that
+``results/README.md`` quotes the table the stored runs give.
 """
 
 from __future__ import annotations
