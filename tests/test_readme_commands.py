@@ -30,6 +30,8 @@ import pytest
 import test_readme_api
 import test_readme_own_data
 
+from dpkit.methods import METHOD_NAMES
+
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 DOCS = sorted((ROOT / "docs").glob("*.md"))
@@ -67,7 +69,7 @@ def test_every_readme_command_is_run_here_or_by_a_named_test():
     # the other files run what they claim: each of their commands is one the README shows
     assert set(elsewhere) <= set(shown)
     # the own-data test picks each line by a word; every line of the block is picked by one
-    words = ("dpkit synth kps ", "dpkit synth pp ", "dpkit synth dpst ", "dpkit evaluate ", "papermill ")
+    words = [f"dpkit synth {m} " for m in METHOD_NAMES] + ["dpkit evaluate ", "papermill "]
     assert {test_readme_own_data.command(w) for w in words} == set(test_readme_own_data.readme_commands())
     assert [c for c in shown if c.startswith("make ")] == ["make book", "make test"]
 
