@@ -182,13 +182,17 @@ def check_k(k: int, n_triples: int) -> int:
     return k
 
 
+#: the largest public corpus file :func:`read_public_texts` reads (each line is parsed and embedded per run)
+MAX_PUBLIC_BYTES = 16 << 20
+
+
 def read_public_texts(path: str | Path, parameter: str = "public_corpus") -> list[str]:
     """The user's own public corpus: a UTF-8 text file, one public text per line (blank lines skipped).
 
     The caller states that every line is PUBLIC (never a private record): it is read
     without any privacy charge, and its triples may be released verbatim. Refused,
     naming ``parameter``, the path and what is allowed: a path that is not a readable file,
-    a file that is not UTF-8, or one without a non-blank line.
+    a file over :data:`MAX_PUBLIC_BYTES`, a file that is not UTF-8, or one without a non-blank line.
     """
     allowed = "must be a readable UTF-8 text file of public texts, one per line, with at least one non-blank line"
     if not isinstance(path, (str, Path)) or not str(path).strip():
@@ -196,6 +200,10 @@ def read_public_texts(path: str | Path, parameter: str = "public_corpus") -> lis
     file = Path(path).expanduser()
     if not file.is_file():
         raise ParameterError(parameter, str(path), allowed + " (not an existing file)")
+    if file.stat().st_size > MAX_PUBLIC_BYTES:
+        raise ParameterError(parameter, str(path), f"must be at most {MAX_PUBLIC_BYTES >> 20} MiB (it has "
+                             f"{file.stat().st_size / (1 << 20):,.1f} MiB): every line is parsed into triples and "
+                             "embedded on each run; give a sample of its lines")
     try:
         lines = file.read_text(encoding="utf-8").splitlines()
     except UnicodeDecodeError as exc:

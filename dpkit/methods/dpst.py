@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -41,6 +42,7 @@ from dpkit.methods.budget import ledger_guarantee, release_ledger
 from dpkit.methods.labels import RandomizedResponse, label_contract
 from dpkit.privacy import Charge, PrivacyContract
 from dpkit.privacy.marks import Public
+from dpkit.runs import file_digest
 from dpkit.seeds import generator, int_seed
 from dpkit.validate import ParameterError, check_choice, check_in_range, check_int, check_positive
 
@@ -180,6 +182,17 @@ def _split(prepared, i: int, offsets) -> Prepared:
     return Prepared([prepared.texts[i]], [prepared.triples[i]], prepared.embeddings[offsets[i]:offsets[i + 1]])
 
 
+def public_corpus_note(config: Config) -> tuple[str, ...]:
+    """The report's statement of the user's ``public_corpus`` (none for the packaged news articles): which file
+    (path and SHA-256) the triples may come from, and that the guarantee rests on it being public."""
+    if not config.public_corpus:
+        return ()
+    return (f"public triple corpus: the file {config.public_corpus} (SHA-256 "
+            f"{file_digest(Path(config.public_corpus).expanduser())}), which the data owner declared public; its "
+            "triples are released verbatim, so the guarantee does not hold if it contains private records (rows "
+            "of the input or text derived from them)",)
+
+
 def own_public_texts(config: Config) -> list[str] | None:
     """The user's public corpus (``public_corpus``: one text per line), or None for the news articles."""
     if not config.public_corpus:
@@ -201,6 +214,9 @@ def synthesize(records: Records, config: Config, run, backend, seed_sequence: np
     check_inputs(records, config, Config, seed_sequence)
     records = records.capped(config.max_chars)
     eps_text, eps_label = config.budgets(records.labelled)
+    if run is not None and config.public_corpus:  # a resume with another corpus under the same path is refused
+        run.bind("public_corpus", {"path": config.public_corpus,
+                                   "sha256": file_digest(Path(config.public_corpus).expanduser())})
     ledger = release_ledger(run, config)  # every charge below is checked against the budget
     declared = charges(config, len(records.label_set) if records.labelled else 0, len(records))
     corpus = load_public_corpus(k=config.k, n_articles=config.n_articles, texts=own_public_texts(config))
@@ -249,4 +265,5 @@ def synthesize(records: Records, config: Config, run, backend, seed_sequence: np
     return Release(NAME, tuple(out), epsilon, delta, STATEMENT, config_dict(config), ledger=ledger,
                    public_rules=mechanism.public_rules,
                    notes=("per record: " + ", ".join(f"{e['label'].split(': ', 1)[-1]} epsilon "
-                                                     f"{e['contract']['epsilon']:g}" for e in ledger.entries),))
+                                                     f"{e['contract']['epsilon']:g}" for e in ledger.entries),
+                          *public_corpus_note(config)))

@@ -98,6 +98,19 @@ def _fitting(method_name: str, config, **kwargs) -> ReleasePlan:
                              f"refused before anything is written: {error}") from None
 
 
+def check_public_corpus(config, private_input: str) -> None:
+    """A ``public_corpus`` (DP-ST) that is the ``--input`` file itself is refused: its triples are released
+    verbatim, and the guarantee rests on that file holding no private record."""
+    corpus = getattr(config, "public_corpus", "")
+    try:
+        same = bool(corpus) and os.path.samefile(os.path.expanduser(corpus), private_input)
+    except OSError:
+        same = False
+    if same:
+        raise ParameterError("public_corpus", corpus, "is the --input file (the private records): it must be a file "
+                             "of PUBLIC texts, whose triples are released verbatim")
+
+
 def plan(args: argparse.Namespace) -> Plan:
     """Validate every argument and read the input (raises ParameterError; writes nothing).
 
@@ -115,6 +128,7 @@ def plan(args: argparse.Namespace) -> Plan:
     if args.labels is not None and args.label_column is None:
         raise ParameterError("--labels", args.labels, "needs --label-column (the column the labels are in)")
     config = build_config(args, method)
+    check_public_corpus(config, args.input)
     check_backend(args, method)
     executor = _executor(args, method)
     rule = rows_rule(args, method)
