@@ -1,6 +1,6 @@
 """Moved to :mod:`dpkit.audit.release.scorers` in the audit split; this path is kept for old imports.
 
-Importing it emits a :class:`DeprecationWarning` that names the new path, and gives the new
+Importing it emits a ``DeprecationWarning`` that names the new path, and gives the new
 module's names (the same objects).
 """
 
