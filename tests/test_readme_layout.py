@@ -93,6 +93,27 @@ def test_every_room_of_dpkit_is_on_the_map_and_every_mapped_path_exists():
         assert (ROOT / path).exists(), path
 
 
+def room_rows() -> list[set[str]]:
+    """The rows of the README's room map, top to bottom, each as a set of room names (``validate``, ``audit``)."""
+    table = section("Where things are").split("The rooms of `dpkit/`")[1]
+    return [{name.removesuffix(".py").rstrip("/") for name in re.findall(r"`([a-z_]+(?:\.py|/))`", row.split("|")[1])}
+            for row in table.splitlines() if row.startswith("| `")]
+
+
+def test_each_room_imports_only_rooms_listed_above_it():
+    from test_import_graph import import_graph
+
+    def room(module: str) -> str | None:
+        parts = module.split(".")
+        return parts[1] if len(parts) > 1 and parts[1] != "__main__" else None
+
+    row_of = {name: k for k, row in enumerate(room_rows()) for name in row}
+    wrong = sorted({f"{room(a)} imports {room(b)}" for a, targets in import_graph().items() for b in targets
+                    if room(a) and room(b) and room(a) != room(b) and row_of[room(b)] >= row_of[room(a)]})
+    assert wrong == [], "the room map's order is not the import order (move a row, or the import): " + \
+        "; ".join(wrong)
+
+
 def test_every_relative_link_of_the_readme_and_the_docs_resolves():
     for page in PAGES:
         for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", page.read_text(encoding="utf-8")):
