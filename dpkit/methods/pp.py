@@ -15,7 +15,7 @@ is replaced by the placeholder ``EMPTY_TEXT`` (a prompt is never empty).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -50,6 +50,21 @@ STATEMENT = PrivacyStatement(
     output_size="one text per batch; n_batches batches per label of the public label set (public parameters)",
     labels="each batch holds one label (a record's label picks its batch group); the label set is public",
 )
+#: the statement of a release that ran ``variant="invisibleink"`` (:mod:`dpkit.privacy.invisibleink`): the same
+#: relation, unit, output and labels; its own measure and sensitivity
+INVISIBLEINK_STATEMENT = replace(
+    STATEMENT,
+    measure="zCDP at the private-token cap r, reported as (epsilon, delta) (InvisibleInk, Vinod et al.: "
+            "bounded range per token, composed over r tokens)",
+    sensitivity="differences from the public row's logits clipped to [-C, C] (DClip) and averaged over the "
+                "expected batch size s: C/s per token, over Top-k+ candidates read from the public logits only; "
+                "the batches are disjoint (a record's batch is a hash of the record alone), so they compose in "
+                "parallel")
+
+
+def statement_for(config) -> PrivacyStatement:
+    """The privacy statement of a release with ``config``: by its ``variant`` (the seed paper's, or InvisibleInk)."""
+    return INVISIBLEINK_STATEMENT if getattr(config, "variant", None) == "invisibleink" else STATEMENT
 
 
 def generic_template(labelled: bool) -> PromptTemplate:
@@ -160,7 +175,7 @@ def synthesize(records: Records, config: Config, run, backend, seed_sequence: np
             record["label"] = records.label_set[int(example.label)]
         out.append(record)
     epsilon, delta = ledger_guarantee(ledger)
-    return Release(NAME, tuple(out), epsilon, delta, STATEMENT,
+    return Release(NAME, tuple(out), epsilon, delta, statement_for(config),
                    config_dict(config), ledger=ledger,
                    notes=(f"private-token cap r = {config.max_private_tokens()} per batch; "
                           f"rho = {ledger.rho:.6g}",),

@@ -32,12 +32,15 @@ METHOD_TITLES = {"kps": "DP-KPS (private keyphrase seeds)", "pp": "Private predi
                  "dpst": "DP-ST (private semantic triples)"}
 #: DP-ST's variants by the ``variant`` of its configuration, named in the report's title.
 DPST_VARIANTS = {"topic": "topic variant", "document": "document-level variant"}
+#: private prediction's variants named in the title (none for the seed paper's, the default)
+PP_VARIANTS = {"invisibleink": "InvisibleInk variant"}
 
 
 def method_title(release: Release) -> str:
-    """The report's title: the method's name, and for DP-ST the variant its configuration ran."""
+    """The report's title: the method's name, and for DP-ST and private prediction the variant its configuration
+    ran."""
     title = METHOD_TITLES.get(release.method, release.method)
-    variant = DPST_VARIANTS.get(str(release.config.get("variant"))) if release.method == "dpst" else None
+    variant = {"dpst": DPST_VARIANTS, "pp": PP_VARIANTS}.get(release.method, {}).get(str(release.config.get("variant")))
     return f"{title[:-1]}, {variant})" if variant else title
 
 
