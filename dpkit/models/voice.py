@@ -22,7 +22,9 @@ generation request that move it from answering to writing:
   generated so far -- never of any prompt -- so in private prediction it is the
   same public restriction of the candidate tokens for every row;
 * ``min_new_tokens``: the end-of-text token is not allowed before this many
-  tokens (a public minimum length).
+  tokens (a public minimum length). It is a floor on where a text may end, not a
+  length: a ``max_new_tokens`` below it is allowed (``pp``'s ``--smoke`` decodes 6
+  tokens under its default floor of 8), and every text then runs to ``max_new_tokens``.
 
 Everything here is public configuration: it holds no private text and costs
 no privacy. :func:`document_voice` builds the default from a document type.

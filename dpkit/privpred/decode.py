@@ -137,6 +137,7 @@ class DecodeSettings:
     stop: tuple[str, ...] = ()        # the voice's public text rules (dpkit.models.voice.DecodingRules):
     banned: tuple[str, ...] = ()      # stop sequences, banned openings, no end before min_new_tokens,
     min_new_tokens: int = 0           # and, at the cap r, the text finished from the public row alone
+    #                                   (above max_new_tokens: no text ends early; each runs to max_new_tokens)
     finish_public: bool = False
     no_repeat_ngram: int = 0          # no n-gram twice in a text (0: no rule), by the released tokens alone
 
