@@ -1,4 +1,4 @@
-"""reliability-4 F1, F2, F3 and V2: bad or unusual input refused in one line before anything is charged, or run.
+"""reliability-4 F1, F2, F3, V2 and D2: bad or unusual input refused in one line before anything is charged, or run.
 
 Before:
 * F1 (D9, D10): pp ``--document-type 日本語のツイート`` (or ``ab``) passed validation and ``--plan``, charged the
@@ -8,7 +8,8 @@ Before:
   traceback, exit 1 (kps and dpst in the parameters' digest, pp in the tokenizer);
 * F3 (V3): pp ``expected_batch_size=1e308``, ``temperature=1e308`` or ``clip=1e-300`` (a run, ``--plan``,
   ``dpkit account private-prediction``) gave a ``ZeroDivisionError`` traceback: one token's rho underflowed to 0;
-* V2: ``clip=1e308`` / ``temperature=1e-300`` were refused as ``rho=inf``, an internal name.
+* V2: ``clip=1e308`` / ``temperature=1e-300`` were refused as ``rho=inf``, an internal name;
+* D2: a 10.8 kB ``--document-type`` passed validation (no length bound); now at most 200 characters.
 """
 
 from __future__ import annotations
@@ -82,3 +83,16 @@ def test_f3_dpkit_account_private_prediction_names_the_flags(capsys, flags):
     assert main(["account", "private-prediction", "--epsilon", "4", "--delta", "1e-6", *flags]) == 2
     line = _one_line(capsys)
     assert line.startswith("dpkit account: error: argument ") and "--batch-size" in line, line
+
+
+@pytest.mark.parametrize("method", ["kps", "pp", "dpst"])
+@pytest.mark.parametrize("flag, named", [(["--document-type", "health news tweet " * 600], "--document-type"),
+                                         (["--set", "document_type=" + "x" * 201], "document_type")])
+def test_d2_a_document_type_of_10_kb_is_refused_by_name(tmp_path, capsys, method, flag, named):
+    """D2: a 10.8 kB ``--document-type`` passed validation on all three methods (no length bound)."""
+    out = tmp_path / "run"
+    assert main(["synth", method, *BASE, *flag, "--out", str(out)]) == 2
+    line = _one_line(capsys)
+    assert line.startswith(f"dpkit synth: {named}=") and "must be at most 200 characters" in line
+    assert not out.exists()
+    assert main(["synth", method, *PLAN, "--document-type", "x" * 200]) == 0   # the bound itself is allowed

@@ -45,6 +45,10 @@ class Plan:
     release_plan: object = None  # the planned ledger, guarantee and size (dpkit.methods.planning.ReleasePlan)
 
 
+#: the longest document type (``--document-type``, ``--set document_type=``): a few words, named in every prompt
+MAX_DOCUMENT_TYPE_CHARS = 200
+
+
 def build_config(args: argparse.Namespace, method):
     """The method's configuration from the flags, validated once: its defaults (or ``--smoke`` preset),
     then ``--config FILE``, then each ``--set key=value`` (:mod:`dpkit.methods.settings`), with the
@@ -61,6 +65,11 @@ def build_config(args: argparse.Namespace, method):
             raise ParameterError("--document-type", document_type, "differs from the document_type of --set/--config "
                                  f"({changes['document_type']!r}); give it once")
         changes["document_type"] = document_type
+    named = changes.get("document_type")
+    if isinstance(named, str) and len(named) > MAX_DOCUMENT_TYPE_CHARS:
+        flag = "--document-type" if document_type is not None else "document_type"
+        raise ParameterError(flag, named, f"must be at most {MAX_DOCUMENT_TYPE_CHARS} characters (it has "
+                             f"{len(named):,}): a few words such as 'health news tweet', repeated in every prompt")
     if args.delta is not None:
         changes["delta"] = args.delta
     try:
