@@ -85,16 +85,18 @@ def test_each_entry_is_on_the_ledger_before_its_first_private_read(monkeypatch, 
     kde_reads = [n for phase, n in reads.log if phase == "kde"]
     assert min(vocabulary_reads) >= 1, "a document was read before the vocabulary's entry was recorded"
     assert min(kde_reads) == 1 + n_kde, "a document was matched before every DP-KDE entry was recorded"
-    assert ledger.entries[0]["label"] == "kps: private vocabulary"
+    assert ledger.entries[0].label == "kps: private vocabulary"
 
 
 def test_the_charged_contracts_are_the_released_ones():
     config = KPSConfig(epsilon=6.0, vocabulary_share=1 / 6, N=8, L=4, n_features=32, method="iterative")
     model = fit_kps(TEXTS, LABELS, ["a", "b", "c"], VOCAB, Embedder(), config, np.random.default_rng(1))
-    vocabulary, kde = pipeline.planned_contracts(config, len(VOCAB))
+    declared = pipeline.kps_charges(config, len(VOCAB), 3)
+    vocabulary, *kde = [charge.contract for charge in declared]
     assert model.vocabulary.contract == vocabulary
     assert [m.kde.contract for m in model.class_kdes[2].members] == kde
-    assert [e["contract"] for e in model.ledger.entries] == [c.to_dict() for c in [vocabulary, *kde]]
+    assert [e.contract for e in model.ledger.entries] == [vocabulary, *kde]
+    assert list(model.ledger.entries) == list(declared)  # the ledger's entries are the declared charges
 
 
 def test_a_vocabulary_smaller_than_N_costs_nothing():

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import dpkit.kps.vocabulary as vocabulary_module
-from dpkit.kps.pipeline import KPSConfig, fit_kps, planned_contracts
+from dpkit.kps.pipeline import KPSConfig, fit_kps, kps_charges
 from dpkit.kps.sequences import contrast_probabilities
 from dpkit.kps.vocabulary import noise_threshold, private_vocabulary, select_terms, top_n
 from dpkit.validate import ParameterError
@@ -102,7 +102,7 @@ def test_ledger_and_contracts_do_not_change(changes):
     cfg = KPSConfig(epsilon=8.0, S=3, N=50, L=3, n_features=64, **changes)
     model = fit_kps(TEXTS, LABELS, ["dental", "cardio"], VOCAB, HashEmbedder(), cfg, np.random.default_rng(0))
     assert model.ledger.pure_epsilon() == pytest.approx(8.0)
-    vocabulary, kde = planned_contracts(cfg, len(VOCAB))
+    vocabulary, *kde = [charge.contract for charge in kps_charges(cfg, len(VOCAB), 2)]
     assert model.contracts == {"vocabulary": vocabulary, "kde": kde}
     shared = model.class_kdes[0].features is model.class_kdes[1].features
     assert shared == cfg.shared_features

@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping
 
-from dpkit.privacy.contract import PrivacyContract
+from dpkit.privacy.ledger import Charge
 from dpkit.validate import ParameterError, check_probability
 
 __all__ = ["ledger_dp_event", "crosscheck_ledger"]
@@ -40,14 +40,8 @@ def ledger_dp_event(ledger_data: Mapping[str, Any]):
     """The whole ledger as one dp_accounting ``ComposedDpEvent``."""
     from dp_accounting import dp_event
 
-    parts = []
-    for entry in ledger_data.get("entries", []):
-        event = PrivacyContract.from_dict(entry["contract"]).to_dp_event()
-        count = 1 if entry.get("composition") == "parallel" else int(entry.get("count", 1))
-        if count == 0:
-            continue
-        parts.append(event if count == 1 else dp_event.SelfComposedDpEvent(event, count))
-    return dp_event.ComposedDpEvent(parts)
+    events = (Charge.from_dict(entry).dp_event() for entry in ledger_data.get("entries", []))
+    return dp_event.ComposedDpEvent([event for event in events if event is not None])
 
 
 def _rdp_substitute(event, notes: set):
@@ -129,7 +123,7 @@ def crosscheck_ledger(ledger_data: Mapping[str, Any], delta: float | None = None
     delta = check_probability("delta", delta)
     out: dict[str, Any] = {"delta": delta, "ledger_epsilon": ledger.epsilon(delta), "rdp_epsilon": None,
                            "pld_epsilon": None, "substitutions": [], "consistent": None,
-                           "approx_entries": [e["label"] for e in ledger.entries if e["measure"] == "approx"]}
+                           "approx_entries": [e.label for e in ledger.entries if e.contract.measure == "approx"]}
     if out["approx_entries"] or not ledger.entries:
         return out
     event = ledger_dp_event(ledger.to_dict())

@@ -26,6 +26,8 @@ import numpy as np
 
 from dpkit.audit.mechanism.registry import audit_row
 from dpkit.kps.rff import RandomFourierFeatures
+from dpkit.privacy.contract import KINDS
+from dpkit.privacy.ledger import Charge
 from dpkit.validate import ParameterError
 
 __all__ = ["SensitivityCheck", "recheck_sensitivity", "audit_names_for", "checklist", "verdict"]
@@ -110,13 +112,56 @@ def _private_token(contract: Mapping[str, Any]) -> SensitivityCheck:
     grid = float(p.get("grid") or 0.0)   # the exact sampler's quantization step adds to c/s
     ok = _close(c / s + grid, contract["sensitivity"]) and worst <= c / s + 1e-9
     method = f"c/s + grid with c={c:g}, s={s:g}, grid={grid:.3g}; largest change seen on extreme prompts {worst:.6g}"
-    if contract.get("kind") == "private_prediction" and p.get("r") is not None and p.get("tau"):
+    return _theorem_one(contract, ok, method)
+
+
+def _invisibleink_token(contract: Mapping[str, Any]) -> SensitivityCheck:
+    from dpkit.privpred.invisibleink import dclip_aggregate
+
+    if (gap := _missing(contract, ["s", "c"])) is not None:
+        return gap
+    p = _params(contract)
+    s, c = float(p["s"]), float(p["c"])
+    rng = np.random.default_rng(0)
+    worst = 0.0
+    for _ in range(50):  # an added prompt at the corners of DClip's range: u moves by <= C/s in every coordinate
+        public, batch = rng.normal(0, 5, size=20), rng.normal(0, 5, size=(3, 20))
+        extra = np.where(np.arange(20) == rng.integers(20), public + 1e3, public - 1e3)
+        a = dclip_aggregate(batch, public, c, s)
+        b = dclip_aggregate(np.vstack([batch, extra]), public, c, s)
+        worst = max(worst, float(np.abs(b - a).max()))
+    grid = float(p.get("grid") or 0.0)
+    ok = _close(c / s + grid, contract["sensitivity"]) and worst <= c / s + 1e-9
+    method = (f"C/s + grid with DClip norm C={c:g}, s={s:g}, grid={grid:.3g}; largest change seen on extreme "
+              f"prompts {worst:.6g}")
+    return _theorem_one(contract, ok, method)
+
+
+def _theorem_one(contract: Mapping[str, Any], ok: bool, method: str) -> SensitivityCheck:
+    """A token check, plus the run's rho re-derived by Theorem 1 when the contract is a whole run (``r``)."""
+    p = _params(contract)
+    s, c, grid = float(p["s"]), float(p["c"]), float(p.get("grid") or 0.0)
+    if p.get("r") is not None and p.get("tau"):
         r, tau, sigma = int(p["r"]), float(p["tau"]), p.get("svt_sigma")
         svt_step = 1.0 / s + float(p.get("svt_grid") or 0.0)
         rho = r * (((c / s + grid) / tau) ** 2 / 2 + (2.0 * (svt_step / sigma) ** 2 if sigma else 0.0))  # Thm 1
-        ok = ok and _close(rho, contract.get("rho") or -1.0)
+        # a contract that does not state the SVT's grid (InvisibleInk's) is compared to the grid's size, 1e-6
+        tolerance = 1e-6 if sigma and "svt_grid" not in p else 1e-9
+        ok = ok and math.isclose(rho, contract.get("rho") or -1.0, rel_tol=tolerance)
         method += f"; Theorem 1 rho re-derived: {rho:.6g}"
     return SensitivityCheck(contract["mechanism"], contract["sensitivity"], c / s + grid, method, ok)
+
+
+def _noisy_top_k(contract: Mapping[str, Any]) -> SensitivityCheck:
+    if (gap := _missing(contract, ["k", "gumbel_scale"])) is not None or contract.get("epsilon") is None:
+        return gap or SensitivityCheck(contract["mechanism"], contract["sensitivity"], None, "no epsilon", None)
+    k, scale = int(_params(contract)["k"]), float(_params(contract)["gumbel_scale"])
+    implied = contract["epsilon"] * scale / (2.0 * k)  # Gumbel scale 2 k Delta / epsilon
+    rho = contract["epsilon"] ** 2 / (8.0 * k)        # k exponential mechanisms at epsilon / k
+    ok = math.isclose(implied, contract["sensitivity"], rel_tol=1e-9) and _close(rho, contract.get("rho") or -1.0)
+    return SensitivityCheck(contract["mechanism"], contract["sensitivity"], implied,
+                            f"epsilon * gumbel_scale / (2k) with k={k}, gumbel_scale={scale:g}; "
+                            f"rho = epsilon^2 / (8k) = {rho:.6g}", ok)
 
 
 def _above_threshold(contract: Mapping[str, Any]) -> SensitivityCheck:
@@ -188,22 +233,46 @@ def _randomized_response(contract: Mapping[str, Any]) -> SensitivityCheck:
                             f"keep={keep:.6g}: {implied:.6g} (stated epsilon {contract['epsilon']:.6g})", ok)
 
 
-#: contract kind -> (family, re-check, correct audits of that family)
-RULES: dict[str, tuple[str, Callable, tuple[str, ...]]] = {
-    "vocabulary_histogram": ("DP-KPS", _vocabulary, ("kps_vocabulary",)),
-    "dpkde": ("DP-KPS", _dpkde, ("kps_dpkde",)),
-    "private_token": ("private prediction", _private_token, ("pp_token",)),
-    "private_prediction": ("private prediction", _private_token, ("pp_token",)),
-    "above_threshold": ("private prediction", _above_threshold, ("pp_svt", "above_threshold")),
-    "dpst_triple": ("DP-ST", _dpst, ("dpst_triple", "dpst_neighbourhood")),
-    "dpst_neighbourhood": ("DP-ST", _dpst, ("dpst_triple", "dpst_neighbourhood", "dpst_no_triple")),
-    "dpst_document": ("DP-ST", _dpst, ("dpst_document", "dpst_no_triple")),
-    "dpst_topic": ("DP-ST", _randomized_response, ("dpst_topic",)),
-    "randomized_response": ("labels", _randomized_response, ("dpst_label",)),
-    "laplace": ("privacy core", _additive_noise, ("laplace",)),
-    "exponential": ("privacy core", _exponential, ("exponential",)),
-    "gaussian": ("privacy core", _gaussian, ("gaussian",)),
+def _dpsgd(contract: Mapping[str, Any]) -> SensitivityCheck:
+    from dp_accounting import dp_event, pld
+
+    if (gap := _missing(contract, ["noise_multiplier", "sample_rate", "steps", "clip_norm"])) is not None:
+        return gap
+    p = _params(contract)
+    sigma, q, steps, clip = float(p["noise_multiplier"]), float(p["sample_rate"]), int(p["steps"]), float(p["clip_norm"])
+    # independent accountant: dp_accounting's PLD of the subsampled Gaussian, composed over the steps
+    accountant = pld.PLDAccountant()
+    accountant.compose(dp_event.PoissonSampledDpEvent(q, dp_event.GaussianDpEvent(sigma)), steps)
+    reached = float(accountant.get_epsilon(contract.get("delta") or 0.0))
+    ok = _close(clip, contract["sensitivity"]) and reached <= (contract.get("epsilon") or 0.0) * (1 + 2e-2)
+    return SensitivityCheck(contract["mechanism"], contract["sensitivity"], clip,
+                            f"clipped gradient sum moves by <= C={clip:g} (L2); PLD epsilon of {steps} steps at "
+                            f"q={q:g}, sigma={sigma:g}: {reached:.4g} (stated {contract.get('epsilon')})", ok)
+
+
+#: contract kind (a row of dpkit.privacy.contract.KINDS, which names the family) -> (re-check, correct audits)
+RULES: dict[str, tuple[Callable, tuple[str, ...]]] = {
+    "vocabulary_histogram": (_vocabulary, ("kps_vocabulary",)),
+    "dpkde": (_dpkde, ("kps_dpkde",)),
+    "private_token": (_private_token, ("pp_token",)),
+    "private_prediction": (_private_token, ("pp_token",)),
+    "invisibleink_token": (_invisibleink_token, ("ii_token_dclip", "ii_token_topk_plus")),
+    "private_prediction_invisibleink": (_invisibleink_token, ("ii_token_dclip", "ii_token_topk_plus")),
+    "above_threshold": (_above_threshold, ("pp_svt", "above_threshold")),
+    "dpst_triple": (_dpst, ("dpst_triple", "dpst_neighbourhood")),
+    "dpst_neighbourhood": (_dpst, ("dpst_triple", "dpst_neighbourhood", "dpst_no_triple")),
+    "dpst_document": (_dpst, ("dpst_document", "dpst_no_triple")),
+    "dpst_topic": (_randomized_response, ("dpst_topic",)),
+    "randomized_response": (_randomized_response, ("dpst_label",)),
+    "laplace": (_additive_noise, ("laplace",)),
+    "exponential": (_exponential, ("exponential",)),
+    "noisy_top_k": (_noisy_top_k, ()),
+    "gaussian": (_gaussian, ("gaussian",)),
+    "dpsgd": (_dpsgd, ()),
 }
+
+#: the kinds whose contract is a whole private-prediction run (``r`` tokens per batch, Theorem 1)
+_RUN_KINDS = ("private_prediction", "private_prediction_invisibleink")
 
 
 def _rule(contract: Mapping[str, Any]):
@@ -219,18 +288,18 @@ def recheck_sensitivity(contract: Mapping[str, Any]) -> SensitivityCheck:
         why = ("no independent re-derivation for this mechanism" if contract.get("kind") else
                "the contract states no kind and parameters (saved before contracts carried them)")
         return SensitivityCheck(contract["mechanism"], contract["sensitivity"], None, why, None)
-    return rule[1](contract)
+    return rule[0](contract)
 
 
 def audit_names_for(contract: Mapping[str, Any]) -> tuple[str, ...]:
     """The registered correct audits of the contract's mechanism family (may be empty)."""
     rule = _rule(contract)
-    return () if rule is None else rule[2]
+    return () if rule is None else rule[1]
 
 
 def family_of(contract: Mapping[str, Any]) -> str:
-    rule = _rule(contract)
-    return "unknown" if rule is None else rule[0]
+    kind = KINDS.get(contract.get("kind") or "")
+    return "unknown" if kind is None else kind.family
 
 
 def checklist(ledger_data: Mapping[str, Any], params: Mapping[str, Any] | None = None) -> list[tuple[str, str]]:
@@ -245,16 +314,16 @@ def checklist(ledger_data: Mapping[str, Any], params: Mapping[str, Any] | None =
     params = dict(params or {})
     ledger = PrivacyLedger.from_dict(dict(ledger_data))  # re-derives every cost from its contract
     entries = ledger.entries
-    families = sorted({family_of(e["contract"]) for e in entries})
+    families = sorted({family_of(e.contract.to_dict()) for e in entries})
     local = any(f == "DP-ST" for f in families)
     setting = params.get("setting") or ("local DP: each document is privatized on its own" if local else
                                         "central DP: the curator running dpkit is trusted to run the mechanisms")
     accesses = "; ".join(
-        f"{e['label']} ({e['mechanism']}, {e['composition']}"
-        + (f", {e['count']} run(s)" if e["composition"] == "sequential" else f" over {e['groups']} disjoint groups")
+        f"{e.label} ({e.contract.mechanism}, {e.composition}"
+        + (f" over {e.groups} disjoint groups" if e.parallel else f", {e.count} run(s)")
         + ")" for e in entries) or "none recorded"
     delta = params.get("delta", ledger.delta)
-    measures = sorted({e["measure"] for e in entries})
+    measures = sorted({e.contract.measure for e in entries})
     if delta is not None:
         statement = (f"({ledger.epsilon(delta):.4g}, {delta:.3g})-DP under {ledger.neighbouring} of one "
                      f"{ledger.unit} (total rho = {ledger.rho:.6g})")
@@ -262,7 +331,7 @@ def checklist(ledger_data: Mapping[str, Any], params: Mapping[str, Any] | None =
         statement = f"rho = {ledger.rho:.6g} zCDP under {ledger.neighbouring} of one {ledger.unit} (no delta given)"
     if set(measures) <= {"pure"}:
         statement += f"; also {ledger.pure_epsilon():.4g}-DP (pure) by basic composition"
-    parallel = [e["label"] for e in entries if e["composition"] == "parallel"]
+    parallel = [e.label for e in entries if e.parallel]
     assumptions = ("parallel composition for " + ", ".join(parallel) +
                    ": each record's group must be a function of that record alone (hashing, or its label)"
                    ) if parallel else "sequential composition only; no sampling assumption"
@@ -313,7 +382,7 @@ def audit_plan(contract: Mapping[str, Any]) -> list[tuple[str, float]]:
     epsilon = audit_epsilon(contract)
     plan = [] if epsilon is None else [(name, epsilon) for name in audit_names_for(contract)]
     p = _params(contract)
-    if contract.get("kind") == "private_prediction" and p.get("s") and p.get("svt_sigma"):
+    if contract.get("kind") in _RUN_KINDS and p.get("s") and p.get("svt_sigma"):
         plan.append(("pp_svt", 2.0 / (float(p["s"]) * float(p["svt_sigma"]))))
     return plan
 
@@ -323,7 +392,7 @@ def audit_epsilon(contract: Mapping[str, Any]) -> float | None:
     if contract.get("measure") in ("pure", "bounded-range") and contract.get("epsilon"):
         return float(contract["epsilon"])
     p = _params(contract)
-    if contract.get("kind") == "private_prediction" and p.get("s") and p.get("c") and p.get("tau"):
+    if contract.get("kind") in _RUN_KINDS and p.get("s") and p.get("c") and p.get("tau"):
         return 2.0 * float(p["c"]) / (float(p["s"]) * float(p["tau"]))  # one private token
     return None
 
@@ -332,13 +401,13 @@ def run_audits(ledger_data: Mapping[str, Any], samples: int = 20_000, seed: int 
                confidence: float = 0.95) -> list[dict]:
     """Every correct audit of every mechanism family in the ledger, at that entry's per-release epsilon."""
     rows, done = [], set()
-    for entry in ledger_data.get("entries", []):
-        for name, epsilon in audit_plan(entry["contract"]):
+    for entry in map(Charge.from_dict, ledger_data.get("entries", [])):
+        for name, epsilon in audit_plan(entry.contract.to_dict()):
             if (name, epsilon) in done:
                 continue
             done.add((name, epsilon))
             row = audit_row(name, samples, epsilon, seed, confidence)
-            row["ledger entry"] = entry["label"]
+            row["ledger entry"] = entry.label
             rows.append(row)
     return rows
 

@@ -65,7 +65,7 @@ import numpy as np
 from dpkit.dpst import mechanism
 from dpkit.dpst.corpus import TripleCorpus
 from dpkit.models.embed import load_embedder
-from dpkit.privacy import PrivacyContract, PrivacyLedger
+from dpkit.privacy import Charge, PrivacyContract, PrivacyLedger
 from dpkit.privacy.marks import Privatized, release_texts, require_marked
 from dpkit.validate import ParameterError, check_choice, check_in_range, check_int, check_positive, check_rng
 
@@ -200,9 +200,10 @@ class DPST:
 
     @property
     def slot_epsilons(self) -> tuple[float, float]:
-        """(neighbourhood choice, triple choice) epsilon per slot of the document variant."""
-        per_slot = self.epsilon / self.slots
-        return per_slot * self.neighbourhood_share, per_slot * (1.0 - self.neighbourhood_share)
+        """(neighbourhood choice, triple choice) epsilon per slot of the document variant, as its contract
+        (:func:`document_contract`, the one statement of the split) states them."""
+        p = document_contract(self.epsilon, self.slots, self.neighbourhood_share, self.corpus.k).parameters
+        return p["eps_neighbourhood"], p["eps_triple"]
 
     @cached_property
     def slot_mechanisms(self) -> tuple:
@@ -296,14 +297,14 @@ class DPST:
 
     def privatize_prepared(self, prepared: "Prepared", rng: np.random.Generator,
                            trace: bool = False, *, ledger: PrivacyLedger | None = None,
-                           charge: dict | None = None) -> list[PrivateDocument]:
+                           charge: Charge | None = None) -> list[PrivateDocument]:
         """Run the mechanism on prepared documents; randomness only from ``rng``.
 
         Charges ``ledger`` (a new one when ``None``) with one parallel entry over
         the documents; every released triple carries that entry as provenance.
-        ``charge``: an entry already spent for this release (e.g. one parallel entry
-        over all documents when they are privatized one call each); then nothing
-        more is spent.
+        ``charge``: a Charge of this very mechanism already recorded for this release
+        (e.g. one parallel entry over all documents when they are privatized one call
+        each); then nothing more is spent.
         """
         if not isinstance(prepared, Prepared):
             raise ParameterError("prepared", prepared, "must come from DPST.prepare")
@@ -315,10 +316,11 @@ class DPST:
         if len(prepared) == 0:
             return []
         if charge is None:
-            charge = ledger.spend_parallel(self.contract, "dpst: privatize documents", groups=len(prepared))
-        elif not isinstance(charge, dict) or charge.get("contract") != self.contract.to_dict():
+            charge = ledger.charge(Charge("dpst: privatize documents", mechanism=self, groups=len(prepared)))
+        elif not isinstance(charge, Charge) or charge.mechanism is not self:
             raise ParameterError("charge", type(charge).__name__,
-                                 "must be the ledger entry that charged this mechanism's contract")
+                                 "must be the Charge of this mechanism (Charge(label, mechanism=it, groups=n)), "
+                                 "recorded on the ledger")
         cap = self.slots if self.variant == "document" else self.max_triples
         out, start = [], 0
         for text, triples, child in zip(prepared.texts, prepared.triples, rng.spawn(len(prepared))):
@@ -331,7 +333,7 @@ class DPST:
         return rng.integers(0, len(self.corpus), size=count)
 
     def _one(self, text: str, triples: list[str], emb: np.ndarray, rng: np.random.Generator,
-             trace: bool, charge: dict) -> PrivateDocument:
+             trace: bool, charge: Charge) -> PrivateDocument:
         info: dict[str, Any] = {"extracted": list(triples)} if trace else {}
         if not triples and self.variant == "neighbourhood":
             if self.bug == "raw_text_fallback":
@@ -376,7 +378,7 @@ class DPST:
                         epsilon_neighbourhood=eps_n, epsilon_triple=eps_t)
         return self._release(ids, info, charge)
 
-    def _release(self, ids: np.ndarray, info: dict, charge: dict) -> PrivateDocument:
+    def _release(self, ids: np.ndarray, info: dict, charge: Charge) -> PrivateDocument:
         ids = np.asarray(ids, dtype=np.int64)
         triples = release_texts([str(self.corpus.texts[j]) for j in ids], charge, source="dpkit.dpst")
         return PrivateDocument(tuple(triples), ids, self.contract, trace=info)

@@ -47,9 +47,9 @@ import numpy as np
 
 from dpkit.dpst.corpus import TripleCorpus
 from dpkit.dpst.privatize import DPST, Prepared, PrivateDocument
-from dpkit.privacy import PrivacyContract, PrivacyLedger
+from dpkit.privacy import Charge, PrivacyContract, PrivacyLedger
 from dpkit.privacy.marks import release_texts
-from dpkit.privacy.randomized_response import RandomizedResponse, keep_probability
+from dpkit.privacy.randomized_response import RandomizedResponse
 from dpkit.validate import ParameterError, check_choice, check_int, check_positive, check_rng
 
 BUGS = (None, "private_pool")
@@ -62,14 +62,22 @@ def topic_contract(epsilon: float, centroids: int, triples: int, pool: int) -> P
     of releasing the true topic): an auditor re-derives epsilon from them as for any k-ary randomized
     response, and dp_accounting gets the exact k-bucket randomized-response event.
     """
-    epsilon = check_positive("epsilon", epsilon)
+    return _contract(topic_mechanism(epsilon, centroids), triples, pool)
+
+
+def topic_mechanism(epsilon: float, centroids: int) -> RandomizedResponse:
+    """The randomized response that releases a document's topic (one of ``centroids`` neighbourhoods)."""
     centroids = check_int("centroids", centroids, minimum=1)
-    return PrivacyContract(
+    return RandomizedResponse(centroids, epsilon, name="neighbourhood", unit="document (any two documents)")
+
+
+def _contract(topic: RandomizedResponse, triples: int, pool: int) -> PrivacyContract:
+    """The topic variant's contract: ``topic``'s own, with the public triples drawn after it."""
+    centroids = topic.k
+    return topic.contract.replace(
         mechanism=f"DP-ST topic variant (randomized response over {centroids} public neighbourhoods)",
-        neighbouring="replace-one", unit="document (any two documents)", measure="pure", sensitivity=1.0,
-        epsilon=epsilon, sensitivity_norm="the topic (nearest public centroid) changes", kind="dpst_topic",
-        parameters={"k": centroids, "keep": keep_probability(centroids, epsilon), "triples": triples,
-                    "pool": pool},
+        sensitivity_norm="the topic (nearest public centroid) changes", kind="dpst_topic",
+        parameters={**topic.contract.parameters, "triples": triples, "pool": pool},
         note=f"topic = nearest of {centroids} public centroids to the mean of the document's triple "
              f"embeddings, released by k-ary randomized response (exact sampler); then {triples} public "
              f"triples drawn uniformly from the {pool} of that neighbourhood nearest its centroid "
@@ -103,12 +111,12 @@ class TopicDPST:
         self._reader = DPST(corpus, self.epsilon, "document", slots=self.max_triples, dedup=dedup,
                             threshold=threshold, num_perm=num_perm, scorer=scorer, embedder=embedder,
                             max_chars=max_chars)
-        self._topic = RandomizedResponse(corpus.k, self.epsilon, name="neighbourhood")
+        self._topic = topic_mechanism(self.epsilon, corpus.k)  # draws the topic; its contract is charged
 
     @cached_property
     def contract(self) -> PrivacyContract:
         """The guarantee of one privatized document, at the configured epsilon (built once)."""
-        return topic_contract(self.epsilon, self.corpus.k, self.triples, self.pool)
+        return _contract(self._topic, self.triples, self.pool)
 
     @property
     def public_rules(self) -> dict[str, str]:
@@ -168,11 +176,11 @@ class TopicDPST:
         return self.privatize_prepared(self.prepare(texts), check_rng("rng", rng), trace=trace, ledger=ledger)
 
     def privatize_prepared(self, prepared: Prepared, rng: np.random.Generator, trace: bool = False, *,
-                           ledger: PrivacyLedger | None = None, charge: dict | None = None) -> list[PrivateDocument]:
+                           ledger: PrivacyLedger | None = None, charge: Charge | None = None) -> list[PrivateDocument]:
         """Run the mechanism on prepared documents; randomness only from ``rng`` (one child per document).
 
         Charges ``ledger`` (a new one when ``None``) with one parallel entry over the documents, or uses
-        ``charge``, an entry already spent for this contract; every released triple carries it.
+        ``charge``, a Charge of this very mechanism already recorded; every released triple carries it.
         """
         if not isinstance(prepared, Prepared):
             raise ParameterError("prepared", prepared, "must come from TopicDPST.prepare")
@@ -182,11 +190,12 @@ class TopicDPST:
         if len(prepared) == 0:
             return []
         if charge is None:
-            charge = (ledger or PrivacyLedger()).spend_parallel(self.contract, "dpst: privatize documents (topic)",
-                                                                groups=len(prepared))
-        elif not isinstance(charge, dict) or charge.get("contract") != self.contract.to_dict():
+            charge = (ledger or PrivacyLedger()).charge(Charge("dpst: privatize documents (topic)", mechanism=self,
+                                                               groups=len(prepared)))
+        elif not isinstance(charge, Charge) or charge.mechanism is not self:
             raise ParameterError("charge", type(charge).__name__,
-                                 "must be the ledger entry that charged this mechanism's contract")
+                                 "must be the Charge of this mechanism (Charge(label, mechanism=it, groups=n)), "
+                                 "recorded on the ledger")
         out = []
         for (topic, mean), triples, child in zip(self._topics(prepared), prepared.triples, rng.spawn(len(prepared))):
             released = int(child.integers(self.corpus.k)) if topic is None else self._topic.sample(topic, child)

@@ -109,11 +109,4 @@ def record_release(chapter_ledger, model: KPSModel) -> None:
     ledger for all of them: each model's own ledger states that release's
     guarantee, the chapter ledger the guarantee of all releases together.
     """
-    from dpkit.privacy import PrivacyContract
-
-    for entry in model.ledger.entries:
-        contract = PrivacyContract.from_dict(entry["contract"])
-        if entry["composition"] == "parallel":
-            chapter_ledger.spend_parallel(contract, entry["label"], int(entry["groups"]))
-        else:
-            chapter_ledger.spend(contract, entry["label"], int(entry["count"]))
+    chapter_ledger.replay(model.ledger.entries)

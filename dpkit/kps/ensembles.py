@@ -125,33 +125,37 @@ def _member_label(ensemble: str, n_blocks: int) -> str:
     return f"{ensemble} ensemble member, {n_blocks} blocks"
 
 
-def ensemble_contracts(L: int, eps_kde: float, *, ensemble: str = "logarithmic", n_features: int = 1024,
-                       unit: str = "document") -> list:
-    """The members' contracts, in order, from public parameters only (charge them before reading documents).
-
-    :func:`build_ensemble` releases each member with exactly these contracts.
-    """
+def ensemble_mechanisms(L: int, eps_kde: float, *, ensemble: str = "logarithmic", n_features: int = 1024,
+                        unit: str = "document") -> list[tuple]:
+    """The members' ``(mechanism, contract)``, in order, from public parameters only: the one statement of
+    the split (``eps_kde`` evenly over the members). A caller charges the contracts before reading
+    documents and hands the pairs to :func:`build_ensemble`, which draws with them."""
     eps_kde = check_positive("eps_kde", eps_kde)
     lengths = member_lengths(L, ensemble)
     return [dpkde_mechanism(n_features, eps_kde / len(lengths), unit=unit,
-                            label=_member_label(ensemble, n_blocks))[1] for n_blocks in lengths]
+                            label=_member_label(ensemble, n_blocks)) for n_blocks in lengths]
 
 
 def build_ensemble(term_lists: Sequence[Sequence[int]], embeddings, L: int, eps_kde: float,
                    rng: np.random.Generator, *, ensemble: str = "logarithmic", n_features: int = 1024,
-                   base_bandwidth: float = 1.0, windows: str = "all", unit: str = "document") -> KDEEnsemble:
-    """Release an ``eps_kde``-DP ensemble from documents' keyphrase id lists (ids into ``embeddings``)."""
+                   base_bandwidth: float = 1.0, windows: str = "all", unit: str = "document",
+                   built: Sequence[tuple] | None = None) -> KDEEnsemble:
+    """Release an ``eps_kde``-DP ensemble from documents' keyphrase id lists (ids into ``embeddings``).
+
+    ``built``: the members' charged ``(mechanism, contract)`` (:func:`ensemble_mechanisms`), drawn with
+    as they are; None builds them here."""
     check_rng("rng", rng)
     embeddings = check_unit_norm("embeddings", embeddings)
     eps_kde = check_positive("eps_kde", eps_kde)
     n_features = check_int("n_features", n_features, minimum=1)
     lengths = member_lengths(L, ensemble)
+    if built is None:
+        built = ensemble_mechanisms(L, eps_kde, ensemble=ensemble, n_features=n_features, unit=unit)
     if isinstance(term_lists, np.ndarray):
         term_lists = term_lists.tolist()
-    per_member = eps_kde / len(lengths)
     d = embeddings.shape[1]
     members, contracts = [], []
-    for n_blocks in lengths:
+    for n_blocks, pair in zip(lengths, built, strict=True):
         features = RandomFourierFeatures(d * n_blocks, n_features,
                                          member_bandwidth(n_blocks, ensemble, base_bandwidth), rng)
         rows, owners = sequence_windows(term_lists, n_blocks, windows)
@@ -159,8 +163,7 @@ def build_ensemble(term_lists: Sequence[Sequence[int]], embeddings, L: int, eps_
         if len(rows):
             weights, _ = document_weights(owners, "mean")
             exact = weights @ window_features(rows, embeddings, features)
-        kde = privatize_sketch(exact, features, per_member, rng, document_weight=1.0, unit=unit,
-                               label=_member_label(ensemble, n_blocks))
+        kde = privatize_sketch(exact, features, pair[1].epsilon, rng, built=pair)
         members.append(KDEMember(n_blocks, kde))
         contracts.append(kde.contract)
     return KDEEnsemble(ensemble, int(L), members, eps_kde, contracts)

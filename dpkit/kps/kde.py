@@ -220,19 +220,23 @@ def release_dpkde(vectors, features: RandomFourierFeatures, epsilon: float, rng:
 
 def privatize_sketch(exact_sketch, features: RandomFourierFeatures, epsilon: float, rng: np.random.Generator, *,
                      document_weight: float = 1.0, sensitivity: float | None = None,
-                     noise_scale: float | None = None, unit: str = "document", label: str = "") -> DPKDE:
+                     noise_scale: float | None = None, unit: str = "document", label: str = "",
+                     built: tuple | None = None) -> DPKDE:
     """Add the Laplace noise to an exact sum sketch whose documents carry total weight <= ``document_weight``.
 
     The caller is responsible for that weight bound (use :func:`document_weights`);
-    :func:`release_dpkde` is the entry point that enforces it.
+    :func:`release_dpkde` is the entry point that enforces it. ``built``: the ``(mechanism,
+    contract)`` of :func:`dpkde_mechanism`, built once by a caller that charged the contract
+    (:func:`dpkit.kps.pipeline.kps_charges`); the noise is drawn with that mechanism.
     """
     check_rng("rng", rng)
     epsilon = check_positive("epsilon", epsilon)
     exact = check_finite_array("exact_sketch", exact_sketch, ndim=1)
     if exact.shape != (features.n_features,):
         raise ParameterError("exact_sketch", exact, f"must have shape ({features.n_features},)")
-    mechanism, contract = dpkde_mechanism(features.n_features, epsilon, document_weight=document_weight,
-                                          sensitivity=sensitivity, noise_scale=noise_scale, unit=unit, label=label)
+    mechanism, contract = built or dpkde_mechanism(features.n_features, epsilon, document_weight=document_weight,
+                                                   sensitivity=sensitivity, noise_scale=noise_scale, unit=unit,
+                                                   label=label)
     noisy = mechanism.release(exact, rng)
     return DPKDE(noisy, features, contract, mechanism.scale)
 

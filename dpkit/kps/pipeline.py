@@ -37,7 +37,7 @@ from typing import Iterable, Iterator, Sequence
 
 import numpy as np
 
-from dpkit.kps.ensembles import ENSEMBLES, KDEEnsemble, build_ensemble, ensemble_contracts
+from dpkit.kps.ensembles import ENSEMBLES, KDEEnsemble, build_ensemble, ensemble_mechanisms
 from dpkit.kps.kde import DPKDE, dpkde_mechanism, kde_sketch, privatize_sketch
 from dpkit.kps.rff import RandomFourierFeatures
 from dpkit.kps.kde import normalize_scores
@@ -259,33 +259,25 @@ def _check_corpus(texts, labels, label_names) -> tuple[list[str], np.ndarray]:
     return texts, labels
 
 
-def planned_contracts(config: KPSConfig, vocabulary_size: int) -> tuple:
-    """``(vocabulary contract, [KDE contracts])`` from public parameters only.
-
-    :func:`fit_kps` charges them to its ledger before the private reads they pay
-    for, and checks that the releases carry exactly these contracts.
-    """
-    vocabulary = histogram_mechanism(config.S, vocabulary_size, config.eps_voc)[1]
-    if config.method == "independent":
-        kde = [dpkde_mechanism(config.n_features, config.eps_kde, label=_INDEPENDENT_LABEL)[1]]
-    else:
-        kde = ensemble_contracts(config.L, config.eps_kde, ensemble=config.ensemble, n_features=config.n_features)
-    return vocabulary, kde
-
-
 def kps_charges(config: KPSConfig, vocabulary_size: int, n_classes: int) -> tuple[Charge, ...]:
     """The charges of DP-KPS, declared once from public parameters: the vocabulary histogram
     (one run over all documents), then each DP-KDE (member), parallel over the ``n_classes`` classes.
 
-    :func:`fit_kps` charges exactly these (each before the reads it pays for);
-    ``dpkit synth kps --plan`` charges the same list to its planned ledger.
+    Each charge holds the mechanism it pays for, built here once (:func:`histogram_mechanism`,
+    :func:`dpkde_mechanism`, :func:`ensemble_mechanisms`): :func:`fit_kps` charges exactly these, each
+    before the reads it pays for, and draws with their mechanisms; ``dpkit synth kps --plan`` charges
+    the same list to its planned ledger.
     """
-    vocabulary, kde = planned_contracts(config, vocabulary_size)
+    vocabulary = histogram_mechanism(config.S, vocabulary_size, config.eps_voc)
+    if config.method == "independent":
+        kde = [dpkde_mechanism(config.n_features, config.eps_kde, label=_INDEPENDENT_LABEL)]
+    else:
+        kde = ensemble_mechanisms(config.L, config.eps_kde, ensemble=config.ensemble, n_features=config.n_features)
     n_classes = check_int("n_classes", n_classes, minimum=1)
     members = [""] if len(kde) == 1 else [f", member {i + 1} of {len(kde)}" for i in range(len(kde))]
-    return (Charge("kps: private vocabulary", vocabulary),
-            *(Charge(f"kps: DP-KDE of each class{member}", contract, groups=n_classes)
-              for member, contract in zip(members, kde)))
+    return (Charge("kps: private vocabulary", vocabulary[1], mechanism=vocabulary[0]),
+            *(Charge(f"kps: DP-KDE of each class{member}", contract, groups=n_classes, mechanism=mechanism)
+              for member, (mechanism, contract) in zip(members, kde)))
 
 
 def fit_kps(texts: Sequence[str], labels: Sequence[int], label_names: Sequence[str],
@@ -296,8 +288,9 @@ def fit_kps(texts: Sequence[str], labels: Sequence[int], label_names: Sequence[s
     Spend before read: each ledger entry is recorded (and, in a run, written to
     disk by the ledger's ``on_record`` hook) before the first read of the
     documents' contents that it pays for -- the vocabulary charge before any
-    document is matched, the DP-KDE charges before the class sketches.  The
-    contracts come from the public configuration (:func:`planned_contracts`).
+    document is matched, the DP-KDE charges before the class sketches.  Each
+    release draws with the mechanism its charge holds (:func:`kps_charges`,
+    from the public configuration), so what is charged is what draws.
     Only the input checks (types, label range) look at the data earlier; they
     release nothing.
 
@@ -314,13 +307,13 @@ def fit_kps(texts: Sequence[str], labels: Sequence[int], label_names: Sequence[s
     ledger = PrivacyLedger() if ledger is None else ledger
     n_classes = len(label_names)
     vocabulary_charge, *kde_charges = kps_charges(config, len(matcher), n_classes)
-    vocabulary_contract, kde_contracts = vocabulary_charge.contract, [c.contract for c in kde_charges]
+    kde_built = [(charge.mechanism, charge.contract) for charge in kde_charges]
 
     charges = [ledger.charge(vocabulary_charge)]
     texts = [text[:config.max_chars] for text in texts]  # public cap (KPSConfig.public_rules)
     vocab = private_vocabulary(texts, matcher, config.S, config.N, config.eps_voc, rng,
-                               noise_terms=config.noise_terms, min_terms=config.L)
-    _check_released("vocabulary", vocab.contract, vocabulary_contract)
+                               noise_terms=config.noise_terms, min_terms=config.L,
+                               built=(vocabulary_charge.mechanism, vocabulary_charge.contract))
     embeddings = check_unit_norm("embeddings", np.asarray(embedder.encode(vocab.terms), dtype=np.float64))
 
     charges += [ledger.charge(charge) for charge in kde_charges]
@@ -335,24 +328,16 @@ def fit_kps(texts: Sequence[str], labels: Sequence[int], label_names: Sequence[s
         shared = RandomFourierFeatures(embeddings.shape[1], config.n_features, config.bandwidth, rng)
     for label in range(n_classes):
         if config.method == "independent":
-            kdes[label] = _single_kde(term_weights[label], embeddings, config, rng, features=shared)
-            released = [kdes[label].contract]
+            kdes[label] = _single_kde(term_weights[label], embeddings, config, rng, features=shared,
+                                      built=kde_built[0])
         else:
             docs = [keyphrases[i] for i in np.flatnonzero(labels == label)]
             kdes[label] = build_ensemble(docs, embeddings, config.L, config.eps_kde, rng,
                                          ensemble=config.ensemble, n_features=config.n_features,
-                                         base_bandwidth=config.bandwidth, windows=config.windows)
-            released = kdes[label].contracts
-        for got, charged in zip(released, kde_contracts, strict=True):
-            _check_released(f"kde of class {label}", got, charged)
+                                         base_bandwidth=config.bandwidth, windows=config.windows, built=kde_built)
     return KPSModel(config, vocab, embeddings, list(label_names), kdes, ledger,
-                    {"vocabulary": vocabulary_contract, "kde": kde_contracts}, tuple(charges))
-
-
-def _check_released(what: str, released, charged) -> None:
-    """A release must carry the contract its ledger entry was charged for (a programming error otherwise)."""
-    if released != charged:
-        raise AssertionError(f"kps: the {what} release's contract differs from the one charged in advance")
+                    {"vocabulary": vocabulary_charge.contract, "kde": [c.contract for c in kde_charges]},
+                    tuple(charges))
 
 
 _INDEPENDENT_LABEL = "independent, per_document=mean"
@@ -376,12 +361,14 @@ def class_term_weights(keyphrases: Iterable[list[int]], labels: np.ndarray, n_cl
 
 
 def _single_kde(term_weights: np.ndarray, embeddings: np.ndarray, config: KPSConfig,
-                rng: np.random.Generator, features: RandomFourierFeatures | None = None) -> DPKDE:
+                rng: np.random.Generator, features: RandomFourierFeatures | None = None,
+                built: tuple | None = None) -> DPKDE:
     """One DP-KDE over all single keyphrases of a class; each document's keyphrases share weight 1.
 
     ``term_weights``: the class's summed weight per vocabulary term (:func:`class_term_weights`);
     a document's total weight is 1, which the sensitivity assumes. ``features``: a public draw
     shared with the other classes (``config.shared_features``); data-independent either way.
+    ``built``: the charged ``(mechanism, contract)`` to draw with (:func:`kps_charges`).
     """
     if features is None:  # a fresh public draw for this class
         features = RandomFourierFeatures(embeddings.shape[1], config.n_features, config.bandwidth, rng)
@@ -389,4 +376,4 @@ def _single_kde(term_weights: np.ndarray, embeddings: np.ndarray, config: KPSCon
     if term_weights.any():
         exact = kde_sketch(embeddings, features, term_weights)
     return privatize_sketch(exact, features, config.eps_kde, rng, document_weight=1.0,
-                            label=_INDEPENDENT_LABEL)
+                            label=_INDEPENDENT_LABEL, built=built)

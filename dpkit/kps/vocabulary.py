@@ -131,14 +131,16 @@ def term_histogram(term_lists: Iterable[Sequence[int]], vocabulary_size: int, S:
 
 def release_noisy_histogram(term_lists: Iterable[Sequence[int]] | None, vocabulary_size: int, S: int,
                             eps_voc: float, rng: np.random.Generator, *, counts=None,
-                            noise_scale: float | None = None, unit: str = "document"
+                            noise_scale: float | None = None, unit: str = "document", built: tuple | None = None
                             ) -> tuple[np.ndarray, PrivacyContract]:
     """Laplace histogram over the whole vocabulary; returns ``(noisy_counts, contract)``.
 
     Give either per-document ``term_lists`` (each truncated to its first ``S``
     entries here, which is what makes ``S`` the sensitivity) or precomputed
     ``counts`` (the caller promises each document contributed at most ``S``).
-    ``noise_scale`` overrides ``S / eps_voc`` (audit variants only).
+    ``noise_scale`` overrides ``S / eps_voc`` (audit variants only). ``built``: the
+    ``(mechanism, contract)`` of :func:`histogram_mechanism`, built once by a caller that charged
+    the contract (:func:`dpkit.kps.pipeline.kps_charges`); the noise is drawn with that mechanism.
     """
     check_rng("rng", rng)
     S = vocabulary_sensitivity(S)
@@ -151,7 +153,7 @@ def release_noisy_histogram(term_lists: Iterable[Sequence[int]] | None, vocabula
         counts = np.asarray(counts, dtype=float)
         if counts.shape != (check_int("vocabulary_size", vocabulary_size, minimum=1),):
             raise ParameterError("counts", counts, f"must have shape ({vocabulary_size},)")
-    mechanism, contract = histogram_mechanism(S, len(counts), eps_voc, noise_scale=noise_scale, unit=unit)
+    mechanism, contract = built or histogram_mechanism(S, len(counts), eps_voc, noise_scale=noise_scale, unit=unit)
     noisy = mechanism.release(counts, rng)
     return np.asarray(noisy, dtype=float), contract
 
@@ -229,8 +231,11 @@ def select_terms(noisy_counts: np.ndarray, N: int, threshold: float | None = Non
 
 def private_vocabulary(texts: Sequence[str], vocabulary: Sequence[str] | PhraseMatcher, S: int, N: int,
                        eps_voc: float, rng: np.random.Generator, *, distinct: bool = True,
-                       noise_terms: float | None = None, min_terms: int = 1) -> PrivateVocabulary:
-    """Steps 1-5 of the module docstring on ``texts`` (the private documents); step 5 only with ``noise_terms``."""
+                       noise_terms: float | None = None, min_terms: int = 1,
+                       built: tuple | None = None) -> PrivateVocabulary:
+    """Steps 1-5 of the module docstring on ``texts`` (the private documents); step 5 only with ``noise_terms``.
+
+    ``built``: the charged ``(mechanism, contract)`` to draw with (:func:`release_noisy_histogram`)."""
     check_rng("rng", rng)
     if isinstance(texts, str):
         raise ParameterError("texts", texts, "must be a sequence of documents, not one string")
@@ -244,7 +249,7 @@ def private_vocabulary(texts: Sequence[str], vocabulary: Sequence[str] | PhraseM
         raise ParameterError("N", N, f"must be <= the public vocabulary size ({len(matcher)})")
     threshold = None if noise_terms is None else noise_threshold(S, eps_voc, len(matcher), noise_terms)
     term_lists = (matcher.first_terms(t, S, distinct) for t in texts)  # one document at a time
-    noisy, contract = release_noisy_histogram(term_lists, len(matcher), S, eps_voc, rng)
+    noisy, contract = release_noisy_histogram(term_lists, len(matcher), S, eps_voc, rng, built=built)
     chosen = select_terms(noisy, N, threshold, min_terms)
     return PrivateVocabulary([matcher.terms[i] for i in chosen], noisy[chosen], contract, S)
 

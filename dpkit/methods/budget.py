@@ -53,15 +53,14 @@ def ledger_guarantee(ledger: PrivacyLedger) -> tuple[float, float]:
     return float(epsilon), float(delta)
 
 
-def composition_lines(ledger_dict: dict | None) -> list[str]:
+def composition_lines(ledger: PrivacyLedger | None) -> list[str]:
     """The report's table of the ledger's entries (public: mechanisms and their costs per unit)."""
-    if not ledger_dict or not ledger_dict.get("entries"):
+    if ledger is None or not ledger.entries:
         return []
     lines = ["| charge | mechanism | composition | epsilon per unit | rho |", "|---|---|---|---|---|"]
-    for e in ledger_dict["entries"]:
-        eps = e["contract"].get("epsilon")
-        how = ("parallel over disjoint groups" if e["composition"] == "parallel"
-               else f"sequential x{e['count']}")
-        lines.append(f"| {e['label']} | {e['mechanism']} | {how} | {'-' if eps is None else f'{eps:.6g}'} | "
-                     f"{e['rho']:.6g} |")
+    for e in ledger.entries:
+        eps = e.contract.epsilon
+        how = "parallel over disjoint groups" if e.parallel else f"sequential x{e.count}"
+        lines.append(f"| {e.label} | {e.contract.mechanism} | {how} | {'-' if eps is None else f'{eps:.6g}'} | "
+                     f"{e.rho:.6g} |")
     return lines

@@ -39,7 +39,7 @@ from dpkit.dpst.reconstruct import clean_output, reconstruction_messages, recons
 from dpkit.methods.base import (PrivacyStatement, Records, Release, check_inputs, checkpoint, config_dict,
                                 generate_keyed)
 from dpkit.methods.budget import ledger_guarantee, release_ledger
-from dpkit.methods.labels import RandomizedResponse, label_contract
+from dpkit.methods.labels import RandomizedResponse
 from dpkit.privacy import Charge, PrivacyContract
 from dpkit.privacy.marks import Public
 from dpkit.runs import file_digest
@@ -153,14 +153,22 @@ class Config:
         return cls(epsilon=epsilon, **{"k": 8, "n_articles": 12, "max_new_tokens": 8, **changes})  # validated once
 
 
-def charges(config: Config, n_labels: int, n_records: int | None = None) -> tuple[Charge, ...]:
+def charges(config: Config, n_labels: int, n_records: int | None = None, *,
+            mechanism=None) -> tuple[Charge, ...]:
     """The release's privacy charges, declared once from public parameters: the triples (the topic variant's
     :func:`~dpkit.dpst.topic.topic_contract` or the document variant's
     :func:`~dpkit.dpst.privatize.document_contract`) and, for labelled input (``n_labels`` > 0), the label's
-    randomized response, each parallel over the ``n_records`` records (None: unknown, counted as one)."""
+    randomized response, each parallel over the ``n_records`` records (None: unknown, counted as one).
+
+    Each charge holds the mechanism the run draws with: the label's :class:`RandomizedResponse`, built
+    here, and ``mechanism``, the text mechanism (:func:`build_mechanism`, which needs the public corpus;
+    ``--plan`` reads no corpus and charges the same contract from the public parameters)."""
     eps_text, eps_label = config.budgets(n_labels > 0)
     groups = max(1, n_records or 1)
-    if config.variant == "topic":
+    if mechanism is not None:
+        text = Charge(f"dpst: {'topic' if config.variant == 'topic' else 'document-level'} triples",
+                      mechanism=mechanism, groups=groups)
+    elif config.variant == "topic":
         text = Charge("dpst: topic triples", topic_contract(eps_text, config.k, config.topic_triples,
                                                             config.topic_pool), groups=groups)
     else:
@@ -168,7 +176,8 @@ def charges(config: Config, n_labels: int, n_records: int | None = None) -> tupl
                       document_contract(eps_text, config.slots, config.neighbourhood_share, config.k), groups=groups)
     if n_labels <= 0:
         return (text,)
-    label = Charge("dpst: label by randomized response", label_contract(n_labels, eps_label, text.contract.unit),
+    label = Charge("dpst: label by randomized response",
+                   mechanism=RandomizedResponse(n_labels, eps_label, name="label", unit=text.contract.unit),
                    groups=groups)
     return text, label
 
@@ -213,17 +222,17 @@ def synthesize(records: Records, config: Config, run, backend, seed_sequence: np
     """A DP-ST release of ``records``: one output per record, epsilon-DP per record (pure, replace-one)."""
     check_inputs(records, config, Config, seed_sequence)
     records = records.capped(config.max_chars)
-    eps_text, eps_label = config.budgets(records.labelled)
+    eps_text = config.budgets(records.labelled)[0]
     if run is not None and config.public_corpus:  # a resume with another corpus under the same path is refused
         run.bind("public_corpus", {"path": config.public_corpus,
                                    "sha256": file_digest(Path(config.public_corpus).expanduser())})
     ledger = release_ledger(run, config)  # every charge below is checked against the budget
-    declared = charges(config, len(records.label_set) if records.labelled else 0, len(records))
     corpus = load_public_corpus(k=config.k, n_articles=config.n_articles, texts=own_public_texts(config))
     mechanism = build_mechanism(config, corpus, eps_text)
+    declared = charges(config, len(records.label_set) if records.labelled else 0, len(records), mechanism=mechanism)
 
     def private_part():  # each charge is on the ledger (and on disk, in a run) before the reads it pays for
-        charge = ledger.charge(declared[0])  # privatize_prepared checks it is this mechanism's contract
+        charge = ledger.charge(declared[0])  # the charge holds the mechanism that draws
         prepared = mechanism.prepare(list(records.texts))
         offsets = np.concatenate([[0], np.cumsum([len(t) for t in prepared.triples])])
         triples = [mechanism.privatize_prepared(_split(prepared, i, offsets), generator(seed_sequence, 0, i),
@@ -231,8 +240,7 @@ def synthesize(records: Records, config: Config, run, backend, seed_sequence: np
                    for i in range(len(records))]
         labels = None
         if records.labelled:
-            ledger.charge(declared[1])
-            label_mechanism = RandomizedResponse(len(records.label_set), eps_label, name="label")  # built once, not per record
+            label_mechanism = ledger.charge(declared[1]).mechanism  # built once in charges(), drawn per record
             labels = [label_mechanism.sample(y, generator(seed_sequence, 1, i)) for i, y in enumerate(records.labels)]
         return {"triples": triples, "labels": labels, "contract": mechanism.contract.to_dict()}
 
@@ -264,6 +272,6 @@ def synthesize(records: Records, config: Config, run, backend, seed_sequence: np
     epsilon, delta = ledger_guarantee(ledger)
     return Release(NAME, tuple(out), epsilon, delta, STATEMENT, config_dict(config), ledger=ledger,
                    public_rules=mechanism.public_rules,
-                   notes=("per record: " + ", ".join(f"{e['label'].split(': ', 1)[-1]} epsilon "
-                                                     f"{e['contract']['epsilon']:g}" for e in ledger.entries),
+                   notes=("per record: " + ", ".join(f"{e.label.split(': ', 1)[-1]} epsilon "
+                                                     f"{e.contract.epsilon:g}" for e in ledger.entries),
                           *public_corpus_note(config)))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from dpkit.privacy.randomized_response import RandomizedResponse, keep_probability
-from dpkit.validate import check_int, check_positive
+from dpkit.validate import check_int
 
 __all__ = ["RandomizedResponse", "keep_probability", "label_contract", "randomized_response",
            "randomized_responses"]
@@ -30,20 +30,6 @@ def randomized_responses(label: int, k: int, epsilon: float, rng: np.random.Gene
 
 
 def label_contract(k: int, epsilon: float, unit: str):
-    """The contract of :func:`randomized_response` (pure, replace-one, per record).
-
-    ``kind="randomized_response"`` with ``parameters`` ``k`` and ``keep`` (the
-    probability of keeping the true label), from which an auditor re-derives
-    ``epsilon = log(keep (k - 1) / (1 - keep))`` and dp_accounting gets the
-    exact k-bucket randomized-response event.
-    """
-    from dpkit.privacy import PrivacyContract
-
-    k = check_int("k", k, minimum=1)
-    epsilon = check_positive("epsilon", epsilon)
-    return PrivacyContract(mechanism=f"k-ary randomized response over {k} labels",
-                           neighbouring="replace-one", unit=unit, measure="pure", sensitivity=1.0,
-                           epsilon=epsilon, sensitivity_norm="label changes", kind="randomized_response",
-                           parameters={"k": k, "keep": keep_probability(k, epsilon)},
-                           note="keep the label with probability e^eps/(e^eps+k-1), else a uniform other label; "
-                                "sampled exactly (rejection with an exact Bernoulli(exp(-eps)))")
+    """The contract of :func:`randomized_response` (pure, replace-one, per record): the core's
+    :attr:`RandomizedResponse.contract <dpkit.privacy.randomized_response.RandomizedResponse>` over labels."""
+    return RandomizedResponse(k, epsilon, name="label", unit=unit).contract

@@ -42,8 +42,8 @@ class ReleasePlan:
     def to_dict(self) -> dict:
         return {"method": self.method, "method_config": config_dict(self.config), "epsilon": self.epsilon,
                 "delta": self.delta, "texts": self.n_texts, "texts_rule": self.texts_rule, "rows": self.rows,
-                "ledger": [{"charge": e["label"], "mechanism": e["mechanism"], "composition": e["composition"],
-                            "epsilon": e["contract"].get("epsilon"), "rho": e["rho"]} for e in self.ledger.entries]}
+                "ledger": [{"charge": e.label, "mechanism": e.contract.mechanism, "composition": e.composition,
+                            "epsilon": e.contract.epsilon, "rho": e.rho} for e in self.ledger.entries]}
 
     def text(self) -> str:
         """The human-readable plan ``--plan`` prints."""

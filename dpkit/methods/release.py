@@ -61,12 +61,12 @@ def _charged(release: Release) -> tuple[str, str, str]:
     """Neighbouring relation, unit and sensitivities as the ledger's entries carry them (the method's declared
     charges); the statement's values when there is no ledger."""
     s = release.statement
-    entries = (release.ledger.to_dict().get("entries") or []) if release.ledger is not None else []
+    entries = release.ledger.entries if release.ledger is not None else []
     if not entries:
         return s.neighbouring, s.unit, s.sensitivity
-    sensitivities = "; ".join(f"{e['label']}: {e['contract']['sensitivity']:.6g} "
-                              f"({e['contract']['sensitivity_norm']})" for e in entries)
-    return entries[0]["neighbouring"], entries[0]["unit"], f"{sensitivities}. Why: {s.sensitivity}"
+    sensitivities = "; ".join(f"{e.label}: {e.contract.sensitivity:.6g} ({e.contract.sensitivity_norm})"
+                              for e in entries)
+    return release.ledger.neighbouring, release.ledger.unit, f"{sensitivities}. Why: {s.sensitivity}"
 
 
 def privacy_report(release: Release, public: dict) -> str:
@@ -116,7 +116,7 @@ def privacy_report(release: Release, public: dict) -> str:
               f"- Each text is cut at `max_chars` = {release.config.get('max_chars')} characters."]
     lines += [f"- {name.replace('_', ' ')}: {rule}." for name, rule in release.public_rules.items()]
     lines += [f"- {note}" for note in release.notes]
-    composition = composition_lines(release.ledger.to_dict() if release.ledger is not None else None)
+    composition = composition_lines(release.ledger)
     if composition:
         total = (f"epsilon = {release.epsilon:g} (pure, basic composition)" if release.delta == 0
                  else f"epsilon = {release.epsilon:g} at delta = {release.delta:g} (zCDP, tight conversion)")

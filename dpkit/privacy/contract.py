@@ -10,14 +10,18 @@ Parameters are data: ``kind`` names the mechanism family in a fixed vocabulary
 (``"laplace"``, ``"gaussian"``, ``"exponential"``, ``"above_threshold"``,
 ``"private_token"``, ...) and ``parameters`` holds the numbers it was built
 with (``scale``, ``S``, ``c``, ``s``, ``tau``...), so nothing downstream has
-to read them back out of the human-readable ``note``.  :meth:`PrivacyContract.to_dp_event`
-turns a contract into a dp_accounting ``DpEvent`` for an independent
-accountant.
+to read them back out of the human-readable ``note``.  The vocabulary is one
+table, :data:`KINDS` (kind -> family and dp_accounting event); a contract of a
+kind not in it is refused, and every consumer of kinds (the audit report's
+re-derivations) keeps a row per kind (``tests/test_privacy_contract_kinds.py``).
+:meth:`PrivacyContract.to_dp_event` turns a contract into a dp_accounting
+``DpEvent`` for an independent accountant.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Mapping
 
@@ -35,6 +39,52 @@ _MEASURE_WORDS = {
 
 #: Kinds of additive noise whose dp_accounting event is exact (``parameters["noise"]``).
 NOISES = ("laplace", "gaussian", "discrete_laplace", "discrete_gaussian")
+
+
+@dataclass(frozen=True)
+class ContractKind:
+    """One row of :data:`KINDS`: a mechanism family's machine name, who owns it, and how
+    :meth:`PrivacyContract.to_dp_event` turns its contracts into a dp_accounting event.
+
+    ``event``: ``"noise"`` (the exact event of ``parameters["noise"]`` when stated, else by measure),
+    ``"randomized_response"`` (k-bucket randomized response from ``parameters["k"]`` and epsilon),
+    ``"private_prediction"`` (Theorem 1 over ``parameters["r"]`` tokens), ``"dpsgd"`` (``steps``
+    Poisson-subsampled Gaussian steps from ``noise_multiplier`` and ``sample_rate``) or ``"measure"`` (pure:
+    binary randomized response; bounded range and zCDP: ``ZCDpEvent``; approximate: unsupported).
+    """
+
+    name: str
+    family: str
+    event: str
+    about: str
+
+
+_EVENTS = ("noise", "randomized_response", "private_prediction", "dpsgd", "measure")
+
+#: Every contract kind dpkit states, once: kind -> :class:`ContractKind`.
+KINDS: Mapping[str, ContractKind] = MappingProxyType({row.name: row for row in (
+    ContractKind("laplace", "privacy core", "noise", "Laplace noise (continuous or on a grid) on a query"),
+    ContractKind("gaussian", "privacy core", "noise", "Gaussian noise on a query"),
+    ContractKind("exponential", "privacy core", "measure", "exponential mechanism (exact sampling)"),
+    ContractKind("noisy_top_k", "privacy core", "measure", "top-k by Gumbel noise (one-shot)"),
+    ContractKind("above_threshold", "private prediction", "measure", "AboveThreshold (sparse vector)"),
+    ContractKind("randomized_response", "labels", "randomized_response", "k-ary randomized response"),
+    ContractKind("vocabulary_histogram", "DP-KPS", "noise", "Laplace histogram of the first S terms"),
+    ContractKind("dpkde", "DP-KPS", "noise", "Laplace noise on a random-Fourier-feature sketch"),
+    ContractKind("private_token", "private prediction", "measure", "one private token (Amin et al.)"),
+    ContractKind("private_prediction", "private prediction", "private_prediction",
+                 "r private tokens per batch (Theorem 1)"),
+    ContractKind("invisibleink_token", "private prediction", "measure", "one InvisibleInk token (DClip, Top-k+)"),
+    ContractKind("private_prediction_invisibleink", "private prediction", "measure",
+                 "r InvisibleInk tokens per batch"),
+    ContractKind("dpst_triple", "DP-ST", "measure", "a triple by the exponential mechanism in a neighbourhood"),
+    ContractKind("dpst_neighbourhood", "DP-ST", "measure", "DP-ST's per-triple split (relaxed relation)"),
+    ContractKind("dpst_document", "DP-ST", "measure", "DP-ST's document-level slots"),
+    ContractKind("dpst_topic", "DP-ST", "randomized_response", "a topic by randomized response, public triples"),
+    ContractKind("dpsgd", "fine-tuning", "dpsgd", "DP-SGD: Poisson-subsampled Gaussian steps on clipped gradients"),
+)})
+for _row in KINDS.values():
+    assert _row.event in _EVENTS, _row
 
 
 def _parameter_value(name: str, value):
@@ -99,8 +149,9 @@ class PrivacyContract:
             raise ParameterError("note", note, "must be a string")
         if not isinstance(sensitivity_norm, str):
             raise ParameterError("sensitivity_norm", sensitivity_norm, "must be a string such as 'L1'")
-        if not isinstance(kind, str):
-            raise ParameterError("kind", kind, "must be a string such as 'laplace'")
+        if not isinstance(kind, str) or (kind and kind not in KINDS):
+            raise ParameterError("kind", kind, "must be '' or a kind of dpkit.privacy.contract.KINDS "
+                                 f"({', '.join(KINDS)}); a new mechanism family adds its row there")
         if parameters is None:
             parameters = {}
         if not isinstance(parameters, Mapping):
@@ -231,7 +282,8 @@ class PrivacyContract:
         p = self.parameters
         if self.sensitivity == 0:
             return dp_event.NoOpDpEvent()
-        noise = p.get("noise")
+        how = KINDS[self.kind].event if self.kind else "noise"
+        noise = p.get("noise") if how == "noise" else None
         if noise == "laplace":
             return dp_event.LaplaceDpEvent(noise_multiplier=p["scale"] / self.sensitivity)
         if noise == "gaussian":
@@ -241,17 +293,20 @@ class PrivacyContract:
             if abs(steps - round(steps)) < 1e-9 and round(steps) >= 1:
                 return dp_event.DiscreteLaplaceDpEvent(noise_parameter=float(p.get("grid", 1.0)) / p["scale"],
                                                       sensitivity=int(round(steps)))
-        if self.kind in ("randomized_response", "dpst_topic") and isinstance(p.get("k"), int) and p["k"] >= 2 and self.epsilon:
+        if how == "randomized_response" and isinstance(p.get("k"), int) and p["k"] >= 2 and self.epsilon:
             # k-ary RR keeps w.p. e^eps/(e^eps+k-1): dp_accounting's event with noise k/(e^eps+k-1), k buckets
             return dp_event.RandomizedResponseDpEvent(noise_parameter=p["k"] / (math.exp(self.epsilon) + p["k"] - 1),
                                                       num_buckets=p["k"])
-        if self.kind == "private_prediction" and isinstance(p.get("r"), int):
+        if how == "private_prediction" and isinstance(p.get("r"), int):
             token = dp_event.ZCDpEvent(((p["c"] / p["s"] + p.get("grid", 0.0)) / p["tau"]) ** 2 / 2.0)
             parts = [token]
             if p.get("svt_sigma"):
                 parts.append(_pure_event(2.0 * (1.0 / p["s"] + (p.get("svt_grid") or 0.0)) / p["svt_sigma"]))
             one = token if len(parts) == 1 else dp_event.ComposedDpEvent(parts)
             return dp_event.SelfComposedDpEvent(one, p["r"])
+        if how == "dpsgd" and p.get("sampling", "Poisson") == "Poisson" and isinstance(p.get("steps"), int):
+            step = dp_event.PoissonSampledDpEvent(p["sample_rate"], dp_event.GaussianDpEvent(p["noise_multiplier"]))
+            return dp_event.SelfComposedDpEvent(step, p["steps"])
         if self.measure == "pure":
             return _pure_event(self.epsilon)
         if self.measure in ("bounded-range", "zcdp"):

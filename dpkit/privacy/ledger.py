@@ -16,9 +16,10 @@ from __future__ import annotations
 import json
 import math
 import os
-from dataclasses import dataclass
+import warnings
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Mapping
 
 from dpkit.io import atomic_write_text, dumps
 from dpkit.privacy.composition import parallel_epsilon, parallel_rho, sequential_epsilon, sequential_rho
@@ -33,21 +34,140 @@ class BudgetExceededError(RuntimeError):
     """A spend would take the ledger over its configured budget (nothing was recorded)."""
 
 
+_COMPOSITIONS = ("sequential", "parallel")
+
+
 @dataclass(frozen=True)
 class Charge:
-    """One charge a mechanism declares before it runs: what is run (``label``), its contract
-    (mechanism, neighbouring relation, unit, sensitivity, spend) and how it composes.
+    """One charge: what is run (``label``), its contract (mechanism, neighbouring relation,
+    unit, sensitivity, spend) and how it composes; also the ledger's entry once recorded.
 
     ``groups`` None: ``count`` sequential runs; an int: one run on each of ``groups``
-    disjoint batches (parallel composition). A method declares its charges once, from
-    public parameters; the plan (``--plan``) and the run both hand the same list to
-    :meth:`PrivacyLedger.charge`, so the two ledgers cannot differ.
+    disjoint batches (parallel composition, ``count`` 1). ``mechanism``: the built object
+    that draws (it carries ``.contract``; ``contract`` defaults to it), so what is charged
+    and what draws are one object, built once from public parameters (OpenDP's measurement
+    holds its privacy map the same way). A method declares its charges once; the plan
+    (``--plan``) and the run both hand the same list to :meth:`PrivacyLedger.charge`, so
+    the two ledgers cannot differ. The entries of a :class:`PrivacyLedger` are Charges (typed,
+    as dp_accounting's ``DpEvent``); :meth:`to_dict`/:meth:`from_dict` are the JSON of a saved ledger.
     """
 
     label: str
-    contract: PrivacyContract
+    contract: PrivacyContract | None = None
     groups: int | None = None
     count: int = 1
+    mechanism: Any = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self):
+        if not isinstance(self.label, str) or not self.label:
+            raise ParameterError("label", self.label, "must be a non-empty string saying what was run")
+        if self.contract is None:
+            contract = getattr(self.mechanism, "contract", None)
+            if not isinstance(contract, PrivacyContract):
+                raise ParameterError("mechanism", type(self.mechanism).__name__,
+                                     "must carry a PrivacyContract (.contract) when no contract is given")
+            object.__setattr__(self, "contract", contract)
+        if not isinstance(self.contract, PrivacyContract):
+            raise ParameterError("contract", self.contract, "must be a PrivacyContract (e.g. mechanism.contract)")
+        object.__setattr__(self, "count", check_int("count", self.count, minimum=0))
+        if self.groups is not None:
+            object.__setattr__(self, "groups", check_int("groups", self.groups, minimum=1))
+            if self.count != 1:
+                raise ParameterError("count", self.count, "must be 1 for a parallel charge (groups given)")
+
+    # -- how it composes ----------------------------------------------------
+    @property
+    def parallel(self) -> bool:
+        """True for one run on each of ``groups`` disjoint batches (costs as one run)."""
+        return self.groups is not None
+
+    @property
+    def composition(self) -> str:
+        return "parallel" if self.parallel else "sequential"
+
+    @property
+    def runs(self) -> int:
+        """Sequential runs it costs: ``count``, or 1 for a parallel charge."""
+        return 1 if self.parallel else self.count
+
+    @property
+    def rho(self) -> float:
+        """Its zCDP cost (0 for an approximate contract, which composes separately)."""
+        if self.contract.measure == "approx":
+            return 0.0
+        one = self.contract.rho()
+        return parallel_rho([one] * self.groups) if self.parallel else sequential_rho([one] * self.count)
+
+    @property
+    def approx_epsilon(self) -> float:
+        return self.runs * self.contract.epsilon if self.contract.measure == "approx" else 0.0
+
+    @property
+    def approx_delta(self) -> float:
+        return self.runs * self.contract.delta if self.contract.measure == "approx" else 0.0
+
+    def pure_epsilon(self) -> float:
+        """Its pure epsilon by basic composition; ParameterError when the contract has none."""
+        c = self.contract
+        if c.epsilon is None or c.measure == "approx" or c.delta:
+            raise ParameterError("ledger", self.label, "holds an entry without a pure epsilon "
+                                 f"(measure {c.measure!r}); use ledger.epsilon(delta)")
+        return (parallel_epsilon([c.epsilon] * self.groups) if self.parallel
+                else sequential_epsilon([c.epsilon] * self.count))
+
+    def dp_event(self):
+        """This charge as a dp_accounting event (None when it costs nothing: zero runs)."""
+        if self.runs == 0:
+            return None
+        event = self.contract.to_dp_event()
+        if self.runs == 1:
+            return event
+        from dp_accounting import dp_event
+
+        return dp_event.SelfComposedDpEvent(event, self.runs)
+
+    def describe(self) -> str:
+        """``"parallel over N disjoint groups"`` or ``"sequential xN"``."""
+        return f"parallel over {self.groups} disjoint groups" if self.parallel else f"sequential x{self.count}"
+
+    # -- the file boundary --------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """The entry as a saved ledger holds it (the format of every stored ledger)."""
+        c, approx = self.contract, self.contract.measure == "approx"
+        return {"label": self.label, "mechanism": c.mechanism, "measure": c.measure,
+                "neighbouring": c.neighbouring, "unit": c.unit, "count": self.count if not self.parallel else 1,
+                "groups": self.groups if self.parallel else 1, "composition": self.composition, "rho": self.rho,
+                "epsilon": c.epsilon if approx else None, "delta": c.delta if approx else 0.0,
+                "contract": c.to_dict()}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "Charge":
+        """An entry as :meth:`to_dict` wrote it (any stored ledger); a stored ``rho`` that its
+        contract does not give is refused (so edits are caught)."""
+        if isinstance(data, Charge):
+            return data
+        if not isinstance(data, Mapping) or not isinstance(data.get("contract"), Mapping):
+            raise ParameterError("entry", data, "must be a ledger entry as Charge.to_dict() writes it")
+        composition = data.get("composition", "sequential")
+        if composition not in _COMPOSITIONS:
+            raise ParameterError("composition", composition, f"must be one of {_COMPOSITIONS}")
+        contract = PrivacyContract.from_dict(data["contract"])
+        if composition == "parallel":
+            charge = cls(data.get("label"), contract, groups=int(data.get("groups", 1)))
+        else:
+            charge = cls(data.get("label"), contract, count=int(data.get("count", 1)))
+        stored = data.get("rho")
+        if stored is not None and not math.isclose(charge.rho, stored, rel_tol=1e-9, abs_tol=1e-15):
+            raise ParameterError("ledger", charge.label, f"stored rho {stored!r} does not match its contract "
+                                 f"({charge.rho!r})")
+        return charge
+
+    def __getitem__(self, key: str):
+        """Deprecated: entries were dicts; read the typed fields (``entry.contract.epsilon``, ``entry.rho``)."""
+        warnings.warn("ledger entries are typed dpkit.privacy.Charge objects: read entry.label, entry.contract, "
+                      "entry.rho, entry.composition (entry.to_dict() for the saved form)", DeprecationWarning,
+                      stacklevel=2)
+        return self.to_dict()[key]
 
 
 class PrivacyLedger:
@@ -59,6 +179,7 @@ class PrivacyLedger:
     the number a release states. ``on_record(ledger)``, when set, is called right
     after each entry is recorded and before ``spend``/``spend_parallel`` returns
     (a run folder uses it to put the spend on disk before the work it pays for).
+    ``entries`` are the recorded :class:`Charge` objects, in order.
     """
 
     def __init__(self, budget_rho: float | None = None, budget_epsilon: float | None = None,
@@ -76,7 +197,7 @@ class PrivacyLedger:
         # called with the ledger right after each entry is recorded, before spend() returns
         # (a run folder writes the ledger to disk there: spend on disk before the work it pays for)
         self.on_record = on_record
-        self.entries: list[dict[str, Any]] = []
+        self.entries: list[Charge] = []
 
     @property
     def pure(self) -> bool:
@@ -94,7 +215,7 @@ class PrivacyLedger:
     @property
     def rho(self) -> float:
         """Total zCDP cost of the zCDP-measurable entries (sequential composition of the entries)."""
-        return sequential_rho(e["rho"] for e in self.entries)
+        return sequential_rho(e.rho for e in self.entries)
 
     def pure_epsilon(self) -> float:
         """Total pure epsilon by basic composition: entries add, a parallel entry counts as one run.
@@ -106,33 +227,24 @@ class PrivacyLedger:
         return self._pure_total(self.entries)
 
     @staticmethod
-    def _pure_total(entries) -> float:
-        per_entry = []
-        for e in entries:
-            c = e["contract"]
-            if c["epsilon"] is None or c["measure"] == "approx" or c["delta"]:
-                raise ParameterError("ledger", e["label"], "holds an entry without a pure epsilon "
-                                     f"(measure {c['measure']!r}); use ledger.epsilon(delta)")
-            one = c["epsilon"]
-            per_entry.append(parallel_epsilon([one] * e["groups"]) if e["composition"] == "parallel"
-                             else sequential_epsilon([one] * e["count"]))
-        return sequential_epsilon(per_entry)
+    def _pure_total(entries: Iterable[Charge]) -> float:
+        return sequential_epsilon(e.pure_epsilon() for e in entries)
 
     @property
     def approx_epsilon(self) -> float:
-        return float(math.fsum(e["epsilon"] * e["count"] for e in self.entries if e["measure"] == "approx"))
+        return float(math.fsum(e.approx_epsilon for e in self.entries))
 
     @property
     def approx_delta(self) -> float:
-        return float(math.fsum(e["delta"] * e["count"] for e in self.entries if e["measure"] == "approx"))
+        return float(math.fsum(e.approx_delta for e in self.entries))
 
     @property
     def neighbouring(self) -> str | None:
-        return self.entries[0]["neighbouring"] if self.entries else None
+        return self.entries[0].contract.neighbouring if self.entries else None
 
     @property
     def unit(self) -> str | None:
-        return self.entries[0]["unit"] if self.entries else None
+        return self.entries[0].contract.unit if self.entries else None
 
     def epsilon(self, delta: float | None = None) -> float:
         """Total epsilon at ``delta`` (default: the ledger's delta), tight zCDP conversion.
@@ -152,25 +264,34 @@ class PrivacyLedger:
     @staticmethod
     def _epsilon(rho: float, approx_eps: float, approx_delta: float, delta: float) -> float:
         remaining = delta - approx_delta
+        if rho == 0 and remaining >= -_TOLERANCE * delta:  # approximate entries only (DP-SGD's one charge at
+            return approx_eps                              # the ledger's delta): basic composition, nothing left
         if remaining <= 0:
             raise ParameterError("delta", delta, f"must exceed the approximate entries' total delta {approx_delta:.3g}")
         return approx_eps + (zcdp_to_epsilon(rho, remaining) if rho > 0 else 0.0)
 
     # -- spending ----------------------------------------------------------
-    def charge(self, charge: Charge) -> dict[str, Any]:
-        """Record a declared :class:`Charge`; returns the entry (raises BudgetExceededError first)."""
+    def charge(self, charge: Charge) -> Charge:
+        """Record a declared :class:`Charge`; returns it, the ledger's entry (raises BudgetExceededError first)."""
         if not isinstance(charge, Charge):
             raise ParameterError("charge", charge, "must be a dpkit.privacy.ledger.Charge")
-        if charge.groups is None:
-            return self.spend(charge.contract, charge.label, charge.count)
-        return self.spend_parallel(charge.contract, charge.label, charge.groups)
+        if self.entries and charge.contract.neighbouring != self.neighbouring:
+            raise ParameterError("contract", charge.contract.neighbouring,
+                                 f"neighbouring relation differs from the ledger's {self.neighbouring!r}")
+        if self.entries and charge.contract.unit != self.unit:
+            raise ParameterError("contract", charge.contract.unit,
+                                 f"unit of privacy differs from the ledger's {self.unit!r}")
+        self._check_budget(charge)
+        self.entries.append(charge)
+        if self.on_record is not None:
+            self.on_record(self)
+        return charge
 
-    def spend(self, contract: PrivacyContract, label: str, count: int = 1) -> dict[str, Any]:
+    def spend(self, contract: PrivacyContract, label: str, count: int = 1) -> Charge:
         """Record ``count`` sequential runs of the mechanism with ``contract``; returns the entry."""
-        count = check_int("count", count, minimum=0)
-        return self._record(contract, label, count=count, groups=1, composition="sequential")
+        return self.charge(Charge(label, _contract(contract), count=count))
 
-    def spend_parallel(self, contract: PrivacyContract, label: str, groups) -> dict[str, Any]:
+    def spend_parallel(self, contract: PrivacyContract, label: str, groups) -> Charge:
         """Record one run on each of ``groups`` disjoint batches; costs as one run.
 
         ``groups`` is the number of batches (int) or the batch index of every
@@ -189,53 +310,23 @@ class PrivacyLedger:
             n_groups = len(distinct)
         else:
             raise ParameterError("groups", groups, "must be a number of batches or the batch of every record")
-        return self._record(contract, label, count=1, groups=n_groups, composition="parallel")
+        return self.charge(Charge(label, _contract(contract), groups=n_groups))
 
-    def _record(self, contract: PrivacyContract, label: str, count: int, groups: int,
-                composition: str) -> dict[str, Any]:
-        if not isinstance(contract, PrivacyContract):
-            raise ParameterError("contract", contract, "must be a PrivacyContract (e.g. mechanism.contract)")
-        if not isinstance(label, str) or not label:
-            raise ParameterError("label", label, "must be a non-empty string saying what was run")
-        if self.entries and contract.neighbouring != self.neighbouring:
-            raise ParameterError("contract", contract.neighbouring,
-                                 f"neighbouring relation differs from the ledger's {self.neighbouring!r}")
-        if self.entries and contract.unit != self.unit:
-            raise ParameterError("contract", contract.unit, f"unit of privacy differs from the ledger's {self.unit!r}")
-        approx = contract.measure == "approx"
-        one = 0.0 if approx else contract.rho()
-        rho = parallel_rho([one] * groups) if composition == "parallel" else sequential_rho([one] * count)
-        entry = {
-            "label": label, "mechanism": contract.mechanism, "measure": contract.measure,
-            "neighbouring": contract.neighbouring, "unit": contract.unit, "count": count, "groups": groups,
-            "composition": composition, "rho": rho,
-            "epsilon": contract.epsilon if approx else None, "delta": contract.delta if approx else 0.0,
-            "contract": contract.to_dict(),
-        }
-        self._check_budget(rho, count * contract.epsilon if approx else 0.0,
-                           count * contract.delta if approx else 0.0, label, entry)
-        self.entries.append(entry)
-        if self.on_record is not None:
-            self.on_record(self)
-        return entry
+    def replay(self, entries: Iterable[Charge | Mapping[str, Any]]) -> None:
+        """Record ``entries`` again, in order: Charges, or saved entries (:meth:`Charge.from_dict`)."""
+        for entry in entries:
+            self.charge(Charge.from_dict(entry))
 
     def would_exceed(self, contract: PrivacyContract, count: int = 1) -> bool:
         """True when spending ``count`` runs of ``contract`` would break the budget."""
-        if not isinstance(contract, PrivacyContract):
-            raise ParameterError("contract", contract, "must be a PrivacyContract (e.g. mechanism.contract)")
-        count = check_int("count", count, minimum=0)
         try:
-            approx = contract.measure == "approx"
-            entry = {"label": "check", "contract": contract.to_dict(), "composition": "sequential", "count": count,
-                     "groups": 1}
-            self._check_budget(0.0 if approx else count * contract.rho(),
-                               count * contract.epsilon if approx else 0.0,
-                               count * contract.delta if approx else 0.0, "check", entry)
+            self._check_budget(Charge("check", _contract(contract), count=count))
         except BudgetExceededError:
             return True
         return False
 
-    def _check_budget(self, rho: float, eps: float, delta: float, label: str, entry: dict | None = None) -> None:
+    def _check_budget(self, entry: Charge) -> None:
+        rho, eps, delta, label = entry.rho, entry.approx_epsilon, entry.approx_delta, entry.label
         if self.pure and self.budget_epsilon is not None:
             try:
                 total = self._pure_total(self.entries + [entry])
@@ -273,9 +364,10 @@ class PrivacyLedger:
         header = f"{'label':<32} {'mechanism':<28} {'measure':<13} {'count':>6} {'groups':>6} {'rho':>12}"
         lines = [header, "-" * len(header)]
         for e in self.entries:
-            cost = f"{e['rho']:.6g}" if e["measure"] != "approx" else f"({e['epsilon']:.3g},{e['delta']:.1g})"
-            lines.append(f"{e['label'][:32]:<32} {e['mechanism'][:28]:<28} {e['measure']:<13} "
-                         f"{e['count']:>6} {e['groups']:>6} {cost:>12}")
+            c = e.contract
+            cost = f"{e.rho:.6g}" if c.measure != "approx" else f"({c.epsilon:.3g},{c.delta:.1g})"
+            lines.append(f"{e.label[:32]:<32} {c.mechanism[:28]:<28} {c.measure:<13} "
+                         f"{e.runs:>6} {e.groups or 1:>6} {cost:>12}")
         lines.append("-" * len(header))
         lines.append(f"total rho = {self.rho:.6g}"
                      + (f" (budget {self.budget_rho:.6g})" if self.budget_rho is not None else ""))
@@ -295,7 +387,7 @@ class PrivacyLedger:
     def to_dict(self) -> dict[str, Any]:
         data = {"budget_rho": self.budget_rho, "budget_epsilon": self.budget_epsilon, "delta": self.delta,
                 "neighbouring": self.neighbouring, "unit": self.unit, "rho": self.rho,
-                "entries": self.entries}
+                "entries": [e.to_dict() for e in self.entries]}
         if self.delta is not None:
             data["epsilon"] = self.epsilon(self.delta)
         return data
@@ -308,15 +400,7 @@ class PrivacyLedger:
     def from_dict(cls, data: dict[str, Any]) -> "PrivacyLedger":
         """Rebuild a ledger, re-deriving every cost from the stored contracts (so edits are caught)."""
         ledger = cls(data.get("budget_rho"), data.get("budget_epsilon"), data.get("delta"))
-        for e in data.get("entries", []):
-            contract = PrivacyContract.from_dict(e["contract"])
-            if e["composition"] == "parallel":
-                entry = ledger.spend_parallel(contract, e["label"], int(e["groups"]))
-            else:
-                entry = ledger.spend(contract, e["label"], int(e["count"]))
-            if not math.isclose(entry["rho"], e["rho"], rel_tol=1e-9, abs_tol=1e-15):
-                raise ParameterError("ledger", e["label"], f"stored rho {e['rho']!r} does not match its contract "
-                                     f"({entry['rho']!r})")
+        ledger.replay(data.get("entries", []))
         return ledger
 
     @classmethod
@@ -325,3 +409,9 @@ class PrivacyLedger:
         if not path.is_file():
             raise ParameterError("path", str(path), "must be an existing ledger JSON file")
         return cls.from_dict(json.loads(path.read_text()))
+
+
+def _contract(contract) -> PrivacyContract:
+    if not isinstance(contract, PrivacyContract):
+        raise ParameterError("contract", contract, "must be a PrivacyContract (e.g. mechanism.contract)")
+    return contract

@@ -39,6 +39,7 @@ import json
 import os
 from typing import Any, Callable, Iterable, Mapping, Sequence, Union
 
+from dpkit.privacy.ledger import Charge
 from dpkit.validate import ParameterError
 
 _KEY = os.urandom(32)
@@ -182,7 +183,9 @@ def _canonical(entry: Mapping) -> str:
 
 
 def provenance_of(ledger_entry: Mapping[str, Any], source: str | None = None, note: str = "") -> str:
-    """The canonical provenance record of a release charged by ``ledger_entry``."""
+    """The canonical provenance record of a release charged by ``ledger_entry`` (a Charge, or its saved dict)."""
+    if isinstance(ledger_entry, Charge):
+        ledger_entry = ledger_entry.to_dict()
     if not isinstance(ledger_entry, Mapping) or not isinstance(ledger_entry.get("contract"), Mapping):
         raise ParameterError("ledger_entry", type(ledger_entry).__name__,
                              "must be the entry PrivacyLedger.spend(...)/spend_parallel(...) returned")
@@ -197,7 +200,8 @@ def provenance_of(ledger_entry: Mapping[str, Any], source: str | None = None, no
 
 
 def _provenances(ledger_entry: Any, source: str | None, note: str) -> tuple[str, ...]:
-    entries = [ledger_entry] if isinstance(ledger_entry, Mapping) else list(ledger_entry or ())
+    single = isinstance(ledger_entry, (Mapping, Charge))
+    entries = [ledger_entry] if single else list(ledger_entry or ())
     if not entries:
         raise ParameterError("ledger_entry", ledger_entry, "must name at least one ledger entry")
     return _dedupe(provenance_of(e, source, note) for e in entries)

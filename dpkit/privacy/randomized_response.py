@@ -28,8 +28,9 @@ from fractions import Fraction
 
 import numpy as np
 
+from dpkit.privacy.contract import PrivacyContract
 from dpkit.privacy.exact import bernoulli_exp
-from dpkit.validate import check_int, check_positive, check_rng
+from dpkit.validate import ParameterError, check_int, check_positive, check_rng
 
 
 def keep_probability(k: int, epsilon: float) -> float:
@@ -54,14 +55,29 @@ def log_probabilities(category: int, k: int, epsilon: float) -> np.ndarray:
 
 class RandomizedResponse:
     """k-ary randomized response at ``epsilon`` over ``k`` categories, validated once; :meth:`sample` draws
-    one private category (a release builds one and draws every record's category from it). ``name``: what a
-    category is called in error messages ("label", "neighbourhood")."""
+    one private category (a release builds one, charges it and draws every record's category from it).
+    ``name``: what a category is called ("label", "neighbourhood"); ``unit``: what one input belongs to.
 
-    def __init__(self, k: int, epsilon: float, name: str = "category"):
+    :attr:`contract` is its guarantee: pure ``epsilon``-DP under replace-one of the category (any two
+    inputs), sensitivity one category change, ``kind="randomized_response"`` with ``parameters`` ``k`` and
+    ``keep``, from which an auditor re-derives ``epsilon = log(keep (k - 1) / (1 - keep))`` and dp_accounting
+    gets the exact k-bucket randomized-response event.
+    """
+
+    def __init__(self, k: int, epsilon: float, name: str = "category", unit: str = "record"):
+        if not isinstance(name, str) or not name:
+            raise ParameterError("name", name, "must be a non-empty string naming a category (e.g. 'label')")
         self.name = name
         self.k = check_int("k", k, minimum=1)
         self.epsilon = check_positive("epsilon", epsilon)
+        self.unit = unit
         self._loss = Fraction(self.epsilon)  # the exact value of the float: the guarantee is for this epsilon
+        self.contract = PrivacyContract(
+            mechanism=f"k-ary randomized response over {self.k} {name}s", neighbouring="replace-one", unit=unit,
+            measure="pure", sensitivity=1.0, epsilon=self.epsilon, sensitivity_norm=f"{name} changes",
+            kind="randomized_response", parameters={"k": self.k, "keep": self.keep},
+            note=f"keep the {name} with probability e^eps/(e^eps+k-1), else a uniform other {name}; "
+                 "sampled exactly (rejection with an exact Bernoulli(exp(-eps)))")
 
     @property
     def keep(self) -> float:

@@ -14,13 +14,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
+from dpkit.privacy.ledger import Charge, PrivacyLedger
 from dpkit.validate import ParameterError
-
-_SAME = ("label", "mechanism", "composition", "count", "groups", "contract")
-
-
-def _same(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
-    return all(a.get(k) == b.get(k) for k in _SAME)
 
 
 def merged(stored: Mapping[str, Any] | None, current: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -28,21 +23,20 @@ def merged(stored: Mapping[str, Any] | None, current: Mapping[str, Any]) -> Mapp
 
     When they diverge (a resume that charged something else), the stored
     entries are kept and ``current``'s other entries are added after them: the
-    total can only be over-stated, never under-stated.
+    total can only be over-stated, never under-stated. Entries are compared as
+    :class:`~dpkit.privacy.Charge` objects (label, contract and composition).
     """
-    old = list((stored or {}).get("entries") or [])
-    new = list(current.get("entries") or [])
+    old = [Charge.from_dict(e) for e in (stored or {}).get("entries") or []]
+    new = [Charge.from_dict(e) for e in current.get("entries") or []]
     common = 0
-    while common < min(len(old), len(new)) and _same(old[common], new[common]):
+    while common < min(len(old), len(new)) and old[common] == new[common]:
         common += 1
     if common == len(old):
         return current
     if common == len(new):
         return stored
-    from dpkit.privacy import PrivacyLedger
-
-    combined = PrivacyLedger.from_dict({"budget_rho": None, "budget_epsilon": None,
-                                        "delta": current.get("delta"), "entries": old + new[common:]})
+    combined = PrivacyLedger(delta=current.get("delta"))
+    combined.replay(old + new[common:])
     return combined.to_dict()
 
 
@@ -50,14 +44,7 @@ def replay(ledger: Any, entries: Sequence[Mapping[str, Any]], name: str) -> None
     """Re-enter the saved ``entries`` of checkpoint ``name`` in ``ledger`` (no-op without a ledger)."""
     if not entries or ledger is None:
         return
-    if not hasattr(ledger, "spend"):
+    if not hasattr(ledger, "replay"):
         raise ParameterError("ledger", ledger, f"cannot re-enter the saved spend of seeds {name!r}: "
-                             "it needs spend()/spend_parallel() (use a PrivacyLedger)")
-    from dpkit.privacy import PrivacyContract
-
-    for entry in entries:
-        contract = PrivacyContract.from_dict(entry["contract"])
-        if entry.get("composition") == "parallel":
-            ledger.spend_parallel(contract, entry["label"], int(entry["groups"]))
-        else:
-            ledger.spend(contract, entry["label"], int(entry["count"]))
+                             "it needs replay() (use a PrivacyLedger)")
+    ledger.replay(entries)
