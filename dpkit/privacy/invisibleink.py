@@ -28,7 +28,13 @@ Contract of one private token (derived here, compared with the paper in
   with all components in an interval of width ``2 (C/s + grid)`` is
   ``epsilon``-bounded range with ``epsilon = 2 (C/s + grid)/tau``, hence
   ``rho = epsilon^2 / 8 = ((C/s + grid)/tau)^2 / 2`` zCDP per private token;
-* the Top-k+ choice reads ``z_pub`` only: it costs nothing.
+* the Top-k+ choice reads ``z_pub`` only: it costs nothing;
+* float arithmetic: ``u`` is formed in float64 before it is rounded, so two
+  neighbours' ``u`` differ by ``d_i/s`` plus a few units in the last place of
+  ``|u|`` (about 1e-14 for logits near 30); after rounding their difference can
+  exceed ``C/s + grid`` by those units only: at most 1e-11 of ``epsilon`` for
+  ``C/s >= 1e-3``. The contract does not add them (tests/test_privacy4_float_rounding.py
+  measures the excess).
 
 This is the formula of Theorem 1 of Amin et al. with ``c`` read as DClip's
 norm ``C`` (:mod:`dpkit.privacy.private_prediction`): the two variants share
