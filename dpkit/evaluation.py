@@ -154,6 +154,7 @@ def _evaluate_command(args: argparse.Namespace) -> int:
             raise
 
     try:
+        check_int("--seed", args.seed, minimum=0)
         check_release(args.synthetic)
         synthetic = read("--synthetic", args.synthetic, "text", "label")
         test = read("--test", args.test, args.text_column, args.label_column)

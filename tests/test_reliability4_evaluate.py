@@ -93,3 +93,12 @@ def test_an_unedited_release_and_a_release_copied_out_of_its_folder_are_scored(t
     copy.write_text(synthetic.read_text().replace("charged twice", "charged three times"))
     code, out, err = _evaluate(copy, capsys)
     assert code == 0 and json.loads(out)["n_synthetic"] == 6
+
+
+def test_e11_a_negative_seed_names_the_flag(tmp_path, capsys, no_model):
+    """E11 (held, but named ``seed``, the library's parameter, not the ``--seed`` the user typed)."""
+    synthetic = _release(tmp_path / "run")
+    code = main(["evaluate", "--synthetic", str(synthetic), "--test", SAMPLE, "--text-column", "text",
+                 "--label-column", "label", "--seed", "-1"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and err == "dpkit evaluate: --seed=-1 is invalid: must be >= 0"
