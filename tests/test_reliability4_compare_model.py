@@ -30,7 +30,8 @@ def test_x4_a_missing_model_is_refused_before_any_cell_or_folder(tmp_path, monke
 
 
 def test_names_and_existing_paths_still_resolve(tmp_path):
-    assert check_local_model(None) is None and check_local_model("smollm2-135m") is None
+    assert check_local_model(None) is None and check_local_model("smollm2-135m") == "smollm2-135m"
+    assert check_local_model("qwen2.5-coder-1.5b") == "qwen2.5-coder-1.5b"   # a name: its packages checked on load
     model = tmp_path / "m.gguf"
     model.write_bytes(b"GGUF")
     assert check_local_model(str(model)) == str(model)

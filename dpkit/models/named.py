@@ -113,13 +113,14 @@ def resolve_model(model, parameter: str = "--model"):
 
 
 def check_local_model(model, parameter: str = "--model"):
-    """:func:`resolve_model`, and a ``.gguf`` or local path (``/``, ``./``, ``../``, ``~``) that is not there
-    refused (:class:`~dpkit.validate.ParameterError`, exit 2) before a command computes or writes anything."""
+    """``model`` unchanged; a ``.gguf`` or local path (``/``, ``./``, ``../``, ``~``) that is not there is refused
+    (:class:`~dpkit.validate.ParameterError`, exit 2) before a command computes or writes anything. A named
+    model is checked where it is loaded (:func:`resolve_model`: its packages)."""
     if isinstance(model, str) and not is_named(model) and (
             model.lower().endswith(".gguf") or model.startswith(("/", "./", "../", "~"))) \
             and not Path(model).expanduser().exists():
         raise ParameterError(parameter, model, "is not an existing file or folder; give " + LOCAL_MODEL_HELP)
-    return resolve_model(model, parameter)
+    return model
 
 
 def display_name(model) -> str | None:
