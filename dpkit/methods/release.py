@@ -25,6 +25,7 @@ from dpkit.data.selection import RowRule
 from dpkit.io import atomic_folder
 from dpkit.methods.base import Release
 from dpkit.methods.budget import composition_lines
+from dpkit.privacy.contract import MEASURE_WORDS
 from dpkit.validate import ParameterError
 
 RELEASE_FILES = ("synthetic.jsonl", "privacy_report.md", "config.json")
@@ -57,22 +58,24 @@ def _rows_line(public: dict) -> str:
     return RowRule.from_dict(public.get("rows") or {}).describe()
 
 
-def _charged(release: Release) -> tuple[str, str, str]:
-    """Neighbouring relation, unit and sensitivities as the ledger's entries carry them (the method's declared
-    charges); the statement's values when there is no ledger."""
+def _charged(release: Release) -> tuple[str, str, str, str]:
+    """Neighbouring relation, unit, sensitivities and measures as the ledger's entries carry them (the method's
+    declared charges); the statement's values when there is no ledger."""
     s = release.statement
     entries = release.ledger.entries if release.ledger is not None else []
     if not entries:
-        return s.neighbouring, s.unit, s.sensitivity
+        return s.neighbouring, s.unit, s.sensitivity, s.measure
     sensitivities = "; ".join(f"{e.label}: {e.contract.sensitivity:.6g} ({e.contract.sensitivity_norm})"
                               for e in entries)
-    return release.ledger.neighbouring, release.ledger.unit, f"{sensitivities}. Why: {s.sensitivity}"
+    measures = ", ".join(dict.fromkeys(MEASURE_WORDS[e.contract.measure] for e in entries))
+    return (release.ledger.neighbouring, release.ledger.unit, f"{sensitivities}. Why: {s.sensitivity}",
+            f"each charge: {measures}; the release: {s.measure}")
 
 
 def privacy_report(release: Release, public: dict) -> str:
     """The markdown report (public facts only). The relation, unit and sensitivities are the ledger's."""
     s = release.statement
-    neighbouring, unit, sensitivity = _charged(release)
+    neighbouring, unit, sensitivity, measure = _charged(release)
     delta = "0 (pure DP)" if release.delta == 0 else f"{release.delta:g}"
     lines = [
         _mode_line(bool(release.reproducible)), "",
@@ -81,7 +84,7 @@ def privacy_report(release: Release, public: dict) -> str:
         f"| method | `{release.method}` |",
         f"| neighbouring relation | {neighbouring} (one {unit}) |",
         f"| unit of privacy | {unit}: {s.unit_meaning} |",
-        f"| privacy measure | {s.measure} |",
+        f"| privacy measure | {measure} |",
         f"| epsilon | {release.epsilon:g} |",
         f"| delta | {delta} |",
         f"| sensitivity | {sensitivity} |",
@@ -113,8 +116,12 @@ def privacy_report(release: Release, public: dict) -> str:
               f"- Rows: {_rows_line(public)}.",
               "- A missing, empty or NaN text is kept as an empty document (rows are never dropped for their "
               "content).",
-              f"- Each text is cut at `max_chars` = {release.config.get('max_chars')} characters."]
-    lines += [f"- {name.replace('_', ' ')}: {rule}." for name, rule in release.public_rules.items()]
+              # the cut once: as the method states it (where it cuts), else as the release applies it
+              "- long document: " + release.public_rules.get(
+                  "long_document", f"each text is cut at `max_chars` = {release.config.get('max_chars')} characters")
+              + "."]
+    lines += [f"- {name.replace('_', ' ')}: {rule}." for name, rule in release.public_rules.items()
+              if name != "long_document"]
     lines += [f"- {note}" for note in release.notes]
     composition = composition_lines(release.ledger)
     if composition:

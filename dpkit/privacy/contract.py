@@ -30,7 +30,8 @@ from dpkit.validate import ParameterError, check_choice, check_in_range, check_p
 NEIGHBOURING_RELATIONS = ("add/remove", "replace-one")
 MEASURES = ("pure", "bounded-range", "zcdp", "approx")
 
-_MEASURE_WORDS = {
+#: each measure in words (a contract's ``describe`` and a release's report state the measure this way)
+MEASURE_WORDS = {
     "pure": "pure epsilon-DP",
     "bounded-range": "epsilon-bounded range (implies epsilon-DP and epsilon^2/8-zCDP)",
     "zcdp": "rho-zCDP",
@@ -246,7 +247,7 @@ class PrivacyContract:
             f"mechanism      {self.mechanism}",
             f"neighbouring   {self.neighbouring} (one {self.unit})",
             f"unit           {self.unit}",
-            f"measure        {_MEASURE_WORDS[self.measure]}",
+            f"measure        {MEASURE_WORDS[self.measure]}",
             f"sensitivity    {self.sensitivity:.6g}" + (f" ({self.sensitivity_norm})" if self.sensitivity_norm else ""),
         ]
         if self.epsilon is not None:

@@ -32,11 +32,12 @@ from dpkit.privacy.zcdp import epsilon_to_zcdp, zcdp_to_epsilon, zcdp_to_epsilon
 UNIT = "prompt"
 
 
-def check_batch_size(batch_size) -> float:
-    """The expected batch size s: a real number >= 1 (the average of s prompts' logits)."""
-    s = check_positive("batch_size", batch_size)
+def check_batch_size(batch_size, name: str = "batch_size") -> float:
+    """The expected batch size s: a real number >= 1 (the average of s prompts' logits); errors name ``name``.
+    The one statement of "s >= 1" (the sensitivities c/s and 1/s assume it)."""
+    s = check_positive(name, batch_size)
     if s < 1:
-        raise ParameterError("batch_size", batch_size, "must be >= 1 (the expected number of prompts per batch)")
+        raise ParameterError(name, batch_size, "must be >= 1 (the expected number of prompts per batch)")
     return s
 
 

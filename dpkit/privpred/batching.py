@@ -28,7 +28,8 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from dpkit.privacy import hash_batch
-from dpkit.validate import ParameterError, check_int, check_positive
+from dpkit.privacy.private_prediction import check_batch_size
+from dpkit.validate import ParameterError, check_int
 
 
 @dataclass(frozen=True)
@@ -47,9 +48,7 @@ class Batch:
 def n_batches_for(public_size: int, expected_batch_size: float) -> int:
     """``max(1, round(public_size / s))``: the batch count for a PUBLIC size estimate."""
     public_size = check_int("public_size", public_size, minimum=1)
-    s = check_positive("expected_batch_size", expected_batch_size)
-    if s < 1:
-        raise ParameterError("expected_batch_size", expected_batch_size, "must be >= 1")
+    s = check_batch_size(expected_batch_size, "expected_batch_size")
     return max(1, round(public_size / s))
 
 

@@ -28,6 +28,7 @@ from typing import Literal
 import numpy as np
 import torch
 
+from dpkit.privacy.private_prediction import check_batch_size
 from dpkit.validate import ParameterError, check_int, check_positive
 
 Denominator = Literal["expected", "actual"]
@@ -87,9 +88,7 @@ def aggregate_logits(clipped, expected_batch_size: float, denominator: Denominat
     ``denominator="actual"`` divides by ``n_prompts`` instead (broken on purpose:
     the guarantee of Theorem 1 no longer holds, see the module docstring).
     """
-    s = check_positive("expected_batch_size", expected_batch_size)
-    if s < 1:
-        raise ParameterError("expected_batch_size", expected_batch_size, "must be >= 1")
+    s = check_batch_size(expected_batch_size, "expected_batch_size")
     _check_denominator(denominator)
     z = _as_array("clipped", clipped)
     if z.ndim < 2:
@@ -105,9 +104,7 @@ def aggregate_logits(clipped, expected_batch_size: float, denominator: Denominat
 def aggregate_sensitivity(clip: float, expected_batch_size: float) -> float:
     """Sup-norm sensitivity ``c / s`` of :func:`aggregate_logits` under add/remove of one prompt."""
     clip = check_positive("clip", clip)
-    s = check_positive("expected_batch_size", expected_batch_size)
-    if s < 1:
-        raise ParameterError("expected_batch_size", expected_batch_size, "must be >= 1")
+    s = check_batch_size(expected_batch_size, "expected_batch_size")
     return clip / s
 
 

@@ -83,6 +83,7 @@ import torch
 
 from dpkit.models.voice import DecodingRules, check_no_repeat_ngram
 from dpkit.privacy.invisibleink import DEFAULT_VARIANT, check_variant
+from dpkit.privacy.private_prediction import check_batch_size
 from dpkit.privpred.grammar import JsonGrammar, compile_grammar
 from dpkit.privpred.invisibleink import sample_invisibleink_token_from_sum, topk_plus_candidates
 from dpkit.privpred.llamacpp_engine import LlamaCppPrivateRows, is_llamacpp
@@ -142,9 +143,7 @@ class DecodeSettings:
     no_repeat_ngram: int = 0          # no n-gram twice in a text (0: no rule), by the released tokens alone
 
     def __post_init__(self):
-        s = check_positive("expected_batch_size", self.expected_batch_size)
-        if s < 1:
-            raise ParameterError("expected_batch_size", self.expected_batch_size, "must be >= 1")
+        check_batch_size(self.expected_batch_size, "expected_batch_size")
         check_positive("clip", self.clip)
         check_positive("temperature", self.temperature)
         check_positive("public_temperature", self.public_temperature)

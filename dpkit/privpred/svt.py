@@ -29,7 +29,7 @@ import math
 import numpy as np
 from scipy.special import softmax
 
-from dpkit.privacy.private_prediction import svt_contract
+from dpkit.privacy.private_prediction import check_batch_size, svt_contract
 from dpkit.privacy.sparse_vector import AboveThreshold
 from dpkit.privpred.clipping import Denominator, _as_array, _check_denominator, _is_torch
 from dpkit.validate import ParameterError, check_positive, check_real
@@ -43,9 +43,7 @@ def _softmax(z):
 
 def mean_softmax(logits, expected_batch_size: float, denominator: Denominator = "expected"):
     """``(1/s) * sum_i softmax(z_i)`` over the prompt axis ``-2`` (``denominator='actual'``: divide by n)."""
-    s = check_positive("expected_batch_size", expected_batch_size)
-    if s < 1:
-        raise ParameterError("expected_batch_size", expected_batch_size, "must be >= 1")
+    s = check_batch_size(expected_batch_size, "expected_batch_size")
     _check_denominator(denominator)
     z = _as_array("logits", logits)
     if z.ndim < 2:
