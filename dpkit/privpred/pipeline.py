@@ -26,7 +26,8 @@ prompts longer than the context keep their last tokens.
 
 Privacy contract (checked by the ledger, printed by ``result.contract``):
 neighbouring = add/remove one sensitive record (its prompt); unit = prompt;
-measure = zCDP ``rho = r ((c/(s tau))^2/2 + 2/(s sigma)^2)``, reported as
+measure = zCDP at the cap ``r`` by Theorem 1 as :func:`~dpkit.privacy.private_prediction_rho`
+states it (with the grids of exact sampling), reported as
 ``(epsilon, delta)`` at the cap; sensitivity ``c/s`` of the averaged clipped
 logits and ``1/s`` of the sparse-vector distance, also from 0 to 1 prompts (an
 empty batch averages to zero). Labels are treated as public (the batch of a
