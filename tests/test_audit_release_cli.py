@@ -9,7 +9,7 @@ from dpkit.cli import main
 
 SAMPLE = "data/own_data_sample.csv"
 BASE = ["audit", "release", "kps", "--input", SAMPLE, "--text-column", "text", "--label-column", "label",
-        "--epsilon", "4", "--smoke", "--canaries", "64", "--scorers", "ngram,chars"]
+        "--epsilon", "4", "--smoke", "--json", "--canaries", "64", "--scorers", "ngram,chars"]
 
 
 class FakeBackend:
@@ -65,3 +65,14 @@ def test_another_audit_in_the_same_folder_is_refused(fake, tmp_path, capsys):
 def test_set_changes_the_method_configuration(fake, tmp_path, capsys):
     assert main(BASE + ["--set", "n_per_class=1", "--out", str(tmp_path / "audit")]) == 0
     assert json.loads(capsys.readouterr().out)["release_records"] == 3      # one text per label
+
+
+def test_text_report_gives_the_three_analyses(fake, tmp_path, capsys):
+    flags = [f for f in BASE if f != "--json"] + ["--strategy", "split", "--out", str(tmp_path / "audit")]
+    assert main(flags) == 0
+    text = capsys.readouterr().out
+    assert "Steinke et al. one-run bound" in text and "f-DP one-run bound" in text and "mu >=" in text
+    assert "split" in text and not text.lstrip().startswith("{")
+    saved = json.loads((tmp_path / "audit" / "audit_result.json").read_text())
+    assert saved["strategy"] == "split" and set(saved["analyses"]) == {"steinke", "fdp", "gdp"}
+    assert saved["gdp_mu_lower_bound"] >= 0 and len(saved["gdp_epsilon_curve"]) == 5

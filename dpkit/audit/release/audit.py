@@ -9,15 +9,15 @@ project's generator). It
 2. runs the generator ONCE on the user's records plus the included canaries
    (in a public random order);
 3. scores every canary from the release texts alone (:mod:`dpkit.audit.release.scorers`);
-4. for each scorer and each guess plan fixed in advance (guess "in" for the
-   ``k`` top scores, optionally "out" for the ``k`` bottom scores, ``k`` a power
-   of two; abstain on the rest), counts the correct guesses and converts them
-   into an epsilon lower bound with the one-run theorem
-   (:mod:`dpkit.audit.release.one_run`) at level ``alpha / tests``: a Bonferroni split of
-   ``alpha = 1 - confidence`` over every (scorer, plan) pair, so the best of them
-   is still a valid bound at the stated confidence;
-5. reports the best bound, AUROC and TPR at FPR 1% / 10% of its scorer, and the
-   verdict: ``"refuted"`` when the bound exceeds the claimed epsilon.
+4. chooses its guesses by a declared strategy (a Bonferroni grid of guess plans
+   over the scorers, or a public split of the canaries: :mod:`dpkit.audit.release.analysis`)
+   and turns the right guesses into three lower bounds, each valid at the
+   stated confidence: Steinke et al.'s binomial one-run bound on epsilon
+   (:mod:`dpkit.audit.release.one_run`; the verdict's), Mahloujifar et al.'s f-DP
+   bound on the (epsilon, delta) curve, and the f-DP bound on the Gaussian curve
+   (mu of mu-GDP, with the epsilon(delta) it implies; :mod:`dpkit.audit.release.fdp`);
+5. reports the bounds, AUROC and TPR at FPR 1% / 10% of the best scorer, and the
+   verdict: ``"refuted"`` when the Steinke et al. bound exceeds the claimed epsilon.
 
 Neighbouring relation tested (``neighbouring``): ``"add/remove"`` (default;
 DP-KPS and private prediction) leaves an excluded canary out; ``"replace-one"``
@@ -36,24 +36,22 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from dpkit import methods  # its method modules load on first use (dpkit.methods.METHODS)
 from dpkit.audit.release.canaries import DEFAULT_CANARIES, Canaries, canaries_from_texts, make_canaries
-from dpkit.audit.release.one_run import epsilon_lower_bound
+from dpkit.audit.release import analysis as one_run_analysis
+from dpkit.audit.release.analysis import STRATEGIES, guess_plans
+from dpkit.audit.release.fdp import gdp_epsilon_curve
 from dpkit.audit.release.roc import auroc, tpr_at_fpr
 from dpkit.audit.release.scorers import DEFAULT_SCORERS, scorer
 from dpkit.methods import Records
-from dpkit.validate import ParameterError, check_choice, check_in_range, check_positive
+from dpkit.methods.registry import get_method  # a method module loads on first use (PyTorch)
+from dpkit.validate import ParameterError, check_choice, check_in_range, check_int, check_positive
 
 
 @dataclass
 class ScorerResult:
-    """One scorer's best guess plan and its ROC summary."""
+    """One scorer's ROC summary (descriptive: the bounds come from :mod:`dpkit.audit.release.analysis`)."""
 
     name: str
-    epsilon_lower_bound: float
-    guesses: int
-    correct_guesses: int
-    plan: str
     auroc: float
     tpr_at_fpr_1: float
     tpr_at_fpr_10: float
@@ -61,16 +59,21 @@ class ScorerResult:
 
 @dataclass
 class ReleaseAuditResult:
-    """The result of :func:`audit_release` (``to_dict`` is what the CLI prints)."""
+    """The result of :func:`audit_release` (``to_dict`` is what the CLI prints with ``--json``)."""
 
     claimed_epsilon: float
     claimed_delta: float
     confidence: float
-    epsilon_lower_bound: float           # one-run theorem at the claimed delta (delta form)
+    epsilon_lower_bound: float           # Steinke et al.'s one-run bound at the claimed delta (the verdict's)
     epsilon_lower_bound_pure: float      # the same guesses under delta = 0 (binomial tail)
+    epsilon_lower_bound_fdp: float       # Mahloujifar et al.'s f-DP bound on the (eps, delta) curve
+    gdp_mu_lower_bound: float            # the f-DP bound on the Gaussian curve: mu of mu-GDP
+    gdp_epsilon_curve: list              # [{"delta", "epsilon"}]: the eps(delta) that mu-GDP at the bound implies
     verdict: str
+    strategy: str
     canaries: int
     canaries_included: int
+    repetitions: int
     guesses: int
     correct_guesses: int
     best_scorer: str
@@ -81,6 +84,8 @@ class ReleaseAuditResult:
     tests: int
     release_records: int
     seconds: float
+    neighbouring: str = "add/remove"
+    analyses: dict = field(default_factory=dict)
     scorers: dict = field(default_factory=dict)
     #: per scorer, the canaries' scores (public canaries; kept for ROC plots, not printed)
     scores: dict = field(default_factory=dict, repr=False)
@@ -91,26 +96,40 @@ class ReleaseAuditResult:
         out = {k: v for k, v in asdict(self).items() if k not in ("scores", "included")}
         return out
 
-
-def guess_plans(m: int) -> list[tuple[int, int]]:
-    """(top k guessed in, bottom k guessed out): k = 4, 8, ... <= m/2, top only and both ends."""
-    ks = [k for k in (2 ** j for j in range(2, 40)) if k <= m // 2] or [max(1, m // 2)]
-    return [(k, 0) for k in ks] + [(k, k) for k in ks]
+    def summary(self) -> str:
+        """A few lines for a person (the CLI's text output)."""
+        return summary(self.to_dict())
 
 
-def _guesses(scores: np.ndarray, included: np.ndarray, plan: tuple[int, int], tie_break: np.ndarray):
-    order = np.lexsort((tie_break, scores))      # ascending score, ties in a public random order
-    top, bottom = order[len(order) - plan[0]:], order[:plan[1]]
-    correct = int(included[top].sum()) + int((~included[bottom]).sum())
-    return plan[0] + plan[1], correct
+def summary(result: dict) -> str:
+    """The text report of a release audit, from :meth:`ReleaseAuditResult.to_dict`."""
+    r, a = result, result["analyses"]
+    curve = ", ".join(f"{p['epsilon']:.2f} at delta {p['delta']:g}" for p in r["gdp_epsilon_curve"][:3])
+    lines = [
+        f"verdict: {r['verdict']} (claim epsilon {r['claimed_epsilon']:g}, delta {r['claimed_delta']:g}, "
+        f"{r['neighbouring']}, one record)",
+        f"canaries: {r['canaries']} ({r['canaries_included']} included, each {r['repetitions']}x); release records: "
+        f"{r['release_records']}; guesses chosen by {r['strategy']} ({r['tests']} tests)",
+        f"Steinke et al. one-run bound:   epsilon >= {r['epsilon_lower_bound']:.3f} at {r['confidence']:.0%} "
+        f"confidence ({a['steinke']['correct_guesses']}/{a['steinke']['guesses']} right, {a['steinke']['scorer']}, "
+        f"{a['steinke']['plan']})",
+        f"f-DP one-run bound (eps,delta): epsilon >= {r['epsilon_lower_bound_fdp']:.3f} "
+        f"({a['fdp']['correct_guesses']}/{a['fdp']['guesses']} right, {a['fdp']['scorer']})",
+        f"f-DP on the Gaussian curve:     mu >= {r['gdp_mu_lower_bound']:.3f} ({a['gdp']['correct_guesses']}/"
+        f"{a['gdp']['guesses']} right); a Gaussian mechanism with that mu has epsilon {curve}",
+        f"best scorer {r['best_scorer']}: AUROC {r['auroc']:.3f}, TPR {r['tpr_at_fpr_1']:.3f} at 1% FPR, "
+        f"{r['tpr_at_fpr_10']:.3f} at 10%; {r['seconds']:.1f} s",
+    ]
+    return "\n".join(lines)
 
 
 def audited_records(records, canaries: Canaries, included: np.ndarray, rng: np.random.Generator,
-                    decoys: Canaries | None = None):
+                    decoys: Canaries | None = None, repetitions: int = 1):
     """The user's records plus the included canaries (or, with ``decoys``, each excluded canary's decoy),
-    in a public random order."""
+    each ``repetitions`` times, in a public random order."""
     slots = range(len(canaries))
     chosen = [(canaries, i) if included[i] else (decoys, i) for i in slots if included[i] or decoys is not None]
+    chosen = [pair for pair in chosen for _ in range(repetitions)]
     texts = list(records.texts) + [source.texts[i] for source, i in chosen]
     if records.labelled:
         if canaries.labels is None or (decoys is not None and decoys.labels is None):
@@ -138,7 +157,7 @@ NEIGHBOURING = ("add/remove", "replace-one")
 
 def neighbouring_for(method: str) -> str:
     """The relation a dpkit method's claim is stated under: the one its charges declare (DP-ST: replace-one)."""
-    return methods.METHODS[method].STATEMENT.neighbouring
+    return get_method(method).statement.neighbouring
 
 
 def _part(canaries: Canaries, start: int, stop: int) -> Canaries:
@@ -148,15 +167,22 @@ def _part(canaries: Canaries, start: int, stop: int) -> Canaries:
 
 def audit_release(synthesize, records, *, canaries=None, claimed_epsilon: float, claimed_delta: float = 0.0,
                   confidence: float = 0.95, seed=None, scorers=DEFAULT_SCORERS, embedder=None,
-                  neighbouring: str = "add/remove") -> ReleaseAuditResult:
+                  neighbouring: str = "add/remove", strategy: str = "bonferroni",
+                  repetitions: int = 1) -> ReleaseAuditResult:
     """Audit ``synthesize`` on ``records`` plus canaries in one run; see the module docstring.
 
     ``canaries``: None (``DEFAULT_CANARIES`` made from public rare words), an
-    int (that many), or a list of public texts. ``seed`` fixes the canaries,
+    int (that many), a list of public texts, or :class:`~dpkit.audit.release.canaries.Canaries`
+    (e.g. :func:`~dpkit.audit.release.canaries.echo_canaries`). ``seed`` fixes the canaries,
     the coin flips and the tie-breaks (None: fresh entropy). ``scorers``: names
     from :mod:`dpkit.audit.release.scorers` (``FAST_SCORERS`` skips the embedding model).
+    ``strategy``: how the guesses are chosen (:data:`~dpkit.audit.release.analysis.STRATEGIES`).
+    ``repetitions``: copies of each included canary in the input (a coin then decides for a group of that many
+    records; the bounds stay per record, by group privacy).
     """
     check_choice("neighbouring", neighbouring, NEIGHBOURING)
+    check_choice("strategy", strategy, STRATEGIES)
+    repetitions = check_int("repetitions", repetitions, minimum=1)
     if not isinstance(records, Records):
         raise ParameterError("records", records, "must be a dpkit.methods.Records")
     check_positive("claimed_epsilon", claimed_epsilon)
@@ -166,7 +192,7 @@ def audit_release(synthesize, records, *, canaries=None, claimed_epsilon: float,
     if len(names) < 1 or len(set(names)) != len(names):
         raise ParameterError("scorers", names, "must name distinct scorers")
     score_fns = {name: scorer(name, embedder) for name in names}
-    make, flip, ties, order = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(4))
+    make, flip, ties, order, split = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(5))
     label_set = records.label_set if records.labelled else None
     decoys = None
     if canaries is None or isinstance(canaries, (int, np.integer)):
@@ -177,41 +203,38 @@ def audit_release(synthesize, records, *, canaries=None, claimed_epsilon: float,
     else:
         if not isinstance(canaries, Canaries):
             canaries = canaries_from_texts(canaries, label_set, make)
+        elif label_set is not None and canaries.labels is None:
+            canaries = Canaries(canaries.texts, canaries.words, tuple(
+                label_set[int(k)] for k in make.integers(0, len(label_set), size=len(canaries))), canaries.prefixes)
         if neighbouring == "replace-one":
             decoys = make_canaries(len(canaries), make, label_set)
     m = len(canaries)
     included = flip.random(m) < 0.5
     start = time.perf_counter()
-    output = synthesize(audited_records(records, canaries, included, order, decoys))
+    output = synthesize(audited_records(records, canaries, included, order, decoys, repetitions))
     texts = release_texts(output)
     tie_break = ties.random(m)
-    plans = guess_plans(m)
-    tests = len(plans) * len(names)
-    alpha = (1.0 - confidence) / tests
-    per_scorer, scores, best = {}, {}, None
+    per_scorer, scores = {}, {}
     for name, fn in score_fns.items():
         s = np.asarray(fn(canaries, texts), dtype=float)
         scores[name] = s
-        top = None
-        for plan in plans:
-            r, v = _guesses(s, included, plan, tie_break)
-            bound = epsilon_lower_bound(m, r, v, alpha, claimed_delta)
-            if top is None or bound > top[0]:
-                top = (bound, r, v, plan)
-        per_scorer[name] = ScorerResult(name, top[0], top[1], top[2], f"top {top[3][0]} in, bottom {top[3][1]} out",
-                                        auroc(s, included), tpr_at_fpr(s, included, 0.01),
+        per_scorer[name] = ScorerResult(name, auroc(s, included), tpr_at_fpr(s, included, 0.01),
                                         tpr_at_fpr(s, included, 0.10))
-        if best is None or top[0] > best[1][0]:
-            best = (name, top)
-    name, (bound, r, v, plan) = best
-    chosen = per_scorer[name]
-    pure = epsilon_lower_bound(m, r, v, alpha, 0.0)
+    found = one_run_analysis.analyse(scores, included, tie_break, claimed_delta=claimed_delta, confidence=confidence,
+                                     strategy=strategy, split_rng=split, repetitions=repetitions)
+    snj = found["steinke"]
+    pure = one_run_analysis.bound("steinke", snj.canaries, snj.guesses, snj.correct_guesses, snj.level, 0.0,
+                                  repetitions)
+    chosen = per_scorer[snj.scorer]
+    bound = snj.bound
     return ReleaseAuditResult(
         claimed_epsilon=float(claimed_epsilon), claimed_delta=float(claimed_delta), confidence=float(confidence),
-        epsilon_lower_bound=bound, epsilon_lower_bound_pure=pure,
-        verdict="refuted" if bound > claimed_epsilon else "not refuted",
-        canaries=m, canaries_included=int(included.sum()), guesses=r, correct_guesses=v, best_scorer=name,
-        best_plan=chosen.plan, auroc=chosen.auroc, tpr_at_fpr_1=chosen.tpr_at_fpr_1,
-        tpr_at_fpr_10=chosen.tpr_at_fpr_10, tests=tests, release_records=len(texts),
-        seconds=round(time.perf_counter() - start, 3),
+        epsilon_lower_bound=bound, epsilon_lower_bound_pure=pure, epsilon_lower_bound_fdp=found["fdp"].bound,
+        gdp_mu_lower_bound=found["gdp"].bound, gdp_epsilon_curve=gdp_epsilon_curve(found["gdp"].bound),
+        verdict="refuted" if bound > claimed_epsilon else "not refuted", strategy=strategy,
+        canaries=m, canaries_included=int(included.sum()), repetitions=repetitions, guesses=snj.guesses,
+        correct_guesses=snj.correct_guesses, best_scorer=snj.scorer, best_plan=snj.plan, auroc=chosen.auroc,
+        tpr_at_fpr_1=chosen.tpr_at_fpr_1, tpr_at_fpr_10=chosen.tpr_at_fpr_10, tests=found["tests"],
+        release_records=len(texts), seconds=round(time.perf_counter() - start, 3), neighbouring=neighbouring,
+        analyses={k: found[k].to_dict() for k in one_run_analysis.ANALYSES},
         scorers={k: asdict(v) for k, v in per_scorer.items()}, scores=scores, included=included)

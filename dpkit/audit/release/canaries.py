@@ -43,11 +43,16 @@ def rare_words() -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class Canaries:
-    """``texts`` (public), their ``labels`` (names from the public label set, or None) and ``words``."""
+    """``texts`` (public), their ``labels`` (names from the public label set, or None) and ``words``.
+
+    ``words`` are what the word scorers look for (for echo canaries: the suffix's words only);
+    ``prefixes`` is each canary's public in-distribution prefix (echo canaries; None otherwise).
+    """
 
     texts: tuple[str, ...]
     words: tuple[tuple[str, ...], ...]
     labels: tuple[str, ...] | None = None
+    prefixes: tuple[str, ...] | None = None
 
     def __len__(self) -> int:
         return len(self.texts)

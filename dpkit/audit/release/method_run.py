@@ -1,4 +1,4 @@
-"""``dpkit audit release {kps,pp,dpst}``: audit a method's whole release on your data plus canaries.
+"""``dpkit audit release METHOD``: audit a method's whole release on your data plus canaries.
 
     dpkit audit release kps --input data/own_data_sample.csv --text-column text \\
         --label-column label --epsilon 4 --smoke --out runs/audit-kps
@@ -115,7 +115,9 @@ def run_release_audit(args: argparse.Namespace) -> dict:
     if config != p.config:
         p = replace(p, config=config, params=dict(p.params, method_config=config_dict(config)))
     root = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="dpkit-audit-"))
+    strategy = getattr(args, "strategy", "bonferroni")
     settings = {"method": args.method, "canaries": m, "scorers": list(scorers), "confidence": args.confidence,
+                "strategy": strategy,
                 "params": json.loads(json.dumps(p.params, sort_keys=True, default=str))}
     state = _audit_state(root, settings)
     claimed_delta = float(getattr(p.config, "delta", 0.0) or 0.0)
@@ -129,8 +131,7 @@ def run_release_audit(args: argparse.Namespace) -> dict:
 
     result = audit_release(synthesize, p.records, canaries=m, claimed_epsilon=args.epsilon,
                            claimed_delta=claimed_delta, confidence=args.confidence, seed=state["audit_seed"],
-                           scorers=scorers, neighbouring=neighbouring_for(args.method))
-    payload = dict(method=args.method, neighbouring=neighbouring_for(args.method), out=str(root),
-                   **result.to_dict())
+                           scorers=scorers, neighbouring=neighbouring_for(args.method), strategy=strategy)
+    payload = dict(result.to_dict(), method=args.method, out=str(root))
     atomic_write_text(root / "audit_result.json", json.dumps(payload, indent=2, sort_keys=True) + "\n")
     return payload
