@@ -150,6 +150,11 @@ def test_the_mechanism_states_its_privacy_facts():
     event = mechanism.dp_event()
     assert event.count == 48 and event.event.sampling_probability == 0.064
     assert event.event.event.noise_multiplier == 1.0
+    contract = mechanism.contract()
+    assert (contract.kind, contract.neighbouring, contract.unit, contract.measure) == ("dpsgd", "add/remove",
+                                                                                       "record", "approx")
+    assert contract.sensitivity == 2.0 and contract.sensitivity_norm == "L2" and contract.delta == DELTA
+    assert contract.epsilon == data["epsilon"] and contract.to_dp_event() == event
 
 
 @pytest.mark.parametrize("call, name", [
