@@ -92,3 +92,45 @@ def canaries_from_texts(texts, label_set=None, rng: np.random.Generator | None =
         names = list(label_set)
         labels = tuple(names[int(k)] for k in rng.integers(0, len(names), size=len(texts)))
     return Canaries(texts, tuple(tuple(words_of(t)) for t in texts), labels)
+
+
+#: Public openings of short customer messages (written for this module; no record of any data set): the
+#: in-distribution prefixes of echo canaries when the caller gives none.
+PUBLIC_PREFIXES = (
+    "My order arrived", "I was charged", "The package was", "Please help me with", "I would like to",
+    "The product stopped", "Your support team", "I tried to return", "The delivery was", "My account shows",
+    "I never received", "The item looks", "Can you explain", "The refund for", "I ordered a",
+    "The courier said", "My payment was", "The box contained", "I am writing about", "The app keeps",
+)
+
+SUFFIX_WORDS = 5
+
+
+def echo_canaries(m: int, rng: np.random.Generator, label_set=None, prefixes=PUBLIC_PREFIXES,
+                  suffix_words: int = SUFFIX_WORDS) -> Canaries:
+    """Canaries made for text (the design of Meeus et al., "The Canary's Echo", 2025).
+
+    Each canary is a public in-distribution *prefix* (drawn from ``prefixes``: openings that look like the
+    records, so that a generator treats the canary like a record) followed by a high-perplexity *suffix* of
+    ``suffix_words`` distinct rare words that no other canary uses. Only the suffix is scored (``words``): a
+    model fitted on the release gives it a high likelihood only if the generator saw it.
+    """
+    m = check_int("canaries", m, minimum=2)
+    suffix_words = check_int("suffix_words", suffix_words, minimum=1)
+    prefixes = tuple(prefixes)
+    if not prefixes or not all(isinstance(p, str) and p.strip() for p in prefixes):
+        raise ParameterError("prefixes", f"<{len(prefixes)} prefixes>", "must be non-empty public texts")
+    pool = rare_words()
+    need = m * suffix_words
+    if need > len(pool):
+        raise ParameterError("canaries", m, f"needs {need} rare words; at most {len(pool) // suffix_words} "
+                             f"echo canaries of {suffix_words} suffix words fit the public list")
+    chosen = rng.choice(len(pool), size=need, replace=False)
+    suffixes = [tuple(pool[i] for i in chosen[j * suffix_words:(j + 1) * suffix_words]) for j in range(m)]
+    heads = [prefixes[int(k)] for k in rng.integers(0, len(prefixes), size=m)]
+    texts = tuple(f"{head} {' '.join(words)}." for head, words in zip(heads, suffixes))
+    labels = None
+    if label_set is not None:
+        names = list(label_set)
+        labels = tuple(names[int(k)] for k in rng.integers(0, len(names), size=m))
+    return Canaries(texts, tuple(suffixes), labels, tuple(heads))

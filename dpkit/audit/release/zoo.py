@@ -31,8 +31,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from dpkit import methods  # the method modules load on first use (PyTorch)
 from dpkit.backends.base import Backend
+from dpkit.methods.registry import get_method  # a method module loads on first use (PyTorch)
 from dpkit.validate import ParameterError
 
 
@@ -76,11 +76,12 @@ def copy_fraction(fraction: float = 0.1, seed=None):
 
 
 def method(name: str, epsilon: float, *, smoke: bool = True, backend=None, seed=None, **changes):
-    """dpkit method ``name`` (kps, pp, dpst) as a black box; ``backend=None``: :class:`EchoBackend`
-    for kps and dpst (pp needs the local model: ``backend`` is then ignored)."""
-    module = methods.METHODS[name]
+    """dpkit method ``name`` (a name of :mod:`dpkit.methods.registry`) as a black box; ``backend=None``:
+    :class:`EchoBackend` for a method that may run on an API backend (its model sees only privatized or public
+    text), else the method's own local model (private prediction)."""
+    module = get_method(name)
     config = _config(module, epsilon, smoke, changes)
-    if backend is None and name != "pp":
+    if backend is None and set(module.backends) - {"local"}:
         backend = EchoBackend()
 
     def synthesize(records):
@@ -193,6 +194,45 @@ def pp_prompts_in_release(epsilon: float, *, seed=None, **changes):
 
 def replace_text(record: dict, text: str) -> dict:
     return dict(record, text=text)
+
+
+PUBLIC_FILLER = ("Thanks for the quick reply about my order.", "The delivery came on time and all was well.",
+                 "I have a question about my last invoice.", "The product works as described.",
+                 "Please update the address on my account.", "I would like to change my payment method.")
+
+
+def echo_words(share: float = 0.03, words: int = 3, seed=None):
+    """A generator that echoes ``words`` consecutive words of a ``share`` of its records (a subtle leak).
+
+    One output per input record: a public filler sentence; for each record picked (each independently with
+    probability ``share``) the sentence ends with a run of ``words`` consecutive words of that record, from a
+    random position. It claims whatever it is audited at and is not DP for any epsilon.
+    """
+    def synthesize(records):
+        rng = np.random.default_rng(seed)
+        labels = records.labels if records.labelled else [0] * len(records)
+        out = []
+        for text, label in zip(records.texts, labels):
+            filler = PUBLIC_FILLER[int(rng.integers(len(PUBLIC_FILLER)))]
+            if rng.random() < share:
+                tokens = text.rstrip(".").split()
+                start = int(rng.integers(0, max(len(tokens) - words, 0) + 1))
+                filler = filler.rstrip(".") + " " + " ".join(tokens[start:start + words]) + "."
+            out.append((filler, label))
+        return _records_out(records, out)
+    synthesize.__name__ = f"echo_{words}_words_{share:g}"
+    return synthesize
+
+
+def input_independent(n: int = 200, seed: int = 0):
+    """A generator whose output ignores its input: ``n`` public filler sentences (0-DP, never refutable)."""
+    def synthesize(records):
+        rng = np.random.default_rng(seed)
+        label = records.label_set[0] if records.labelled else None
+        return [{"text": PUBLIC_FILLER[int(rng.integers(len(PUBLIC_FILLER)))], **({"label": label} if label else {})}
+                for _ in range(n)]
+    synthesize.__name__ = "input_independent"
+    return synthesize
 
 
 VARIANTS = {"copy_fraction": copy_fraction, "kps_raw_vocabulary": kps_raw_vocabulary,
