@@ -299,13 +299,10 @@ class PrivacyContract:
             return dp_event.RandomizedResponseDpEvent(noise_parameter=p["k"] / (math.exp(self.epsilon) + p["k"] - 1),
                                                       num_buckets=p["k"])
         if how == "private_prediction" and isinstance(p.get("r"), int):
-            # Theorem 1 as its owner states it: one private token, then its sparse-vector run
-            from dpkit.privacy.private_prediction import private_token_contract, svt_contract
-
-            token = dp_event.ZCDpEvent(private_token_contract(p["s"], p["c"], p["tau"]).rho())
+            token = dp_event.ZCDpEvent(((p["c"] / p["s"] + p.get("grid", 0.0)) / p["tau"]) ** 2 / 2.0)
             parts = [token]
             if p.get("svt_sigma"):
-                parts.append(_pure_event(svt_contract(p["s"], p["svt_sigma"]).epsilon))
+                parts.append(_pure_event(2.0 * (1.0 / p["s"] + (p.get("svt_grid") or 0.0)) / p["svt_sigma"]))
             one = token if len(parts) == 1 else dp_event.ComposedDpEvent(parts)
             return dp_event.SelfComposedDpEvent(one, p["r"])
         if how == "dpsgd" and p.get("sampling", "Poisson") == "Poisson" and isinstance(p.get("steps"), int):
