@@ -120,3 +120,15 @@ def test_the_documented_python_path_works_and_the_old_one_warns():
     assert old is audit_release
     assert any(issubclass(w.category, DeprecationWarning) and "dpkit.audit.release.audit" in str(w.message)
                for w in caught)
+
+
+def test_a_saved_release_audit_joins_the_audit_report(tmp_path, capsys):
+    from dpkit.audit import report
+    from dpkit.audit.release.audit import report_row
+
+    script = _script(tmp_path, SCRIPT)
+    assert main(_args("--command", f"{sys.executable} {script} {{input}} {{output}}", "--out", str(tmp_path / "a"))) == 0
+    row = report_row(json.loads((tmp_path / "a" / "audit_result.json").read_text()))
+    assert row["passed"] is False and row["lower_bound"] > row["claimed_epsilon"] == 1.0
+    ok, sentence = report.verdict([], [row])
+    assert not ok and "release audit" in sentence

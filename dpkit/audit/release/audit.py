@@ -238,3 +238,17 @@ def audit_release(synthesize, records, *, canaries=None, claimed_epsilon: float,
         release_records=len(texts), seconds=round(time.perf_counter() - start, 3), neighbouring=neighbouring,
         analyses={k: found[k].to_dict() for k in one_run_analysis.ANALYSES},
         scorers={k: asdict(v) for k, v in per_scorer.items()}, scores=scores, included=included)
+
+
+def report_row(result: dict) -> dict:
+    """A release audit (:meth:`ReleaseAuditResult.to_dict`, or a saved ``audit_result.json``) as a row of the
+    audit report's empirical audits: :func:`dpkit.audit.report.verdict` reads ``mechanism`` and ``passed``."""
+    name = result.get("method") or result.get("generator") or "generator"
+    return {"ledger entry": "the whole release", "mechanism": f"release audit ({name})",
+            "family": "one run, canaries", "broken": False, "samples": result["canaries"],
+            "claimed_epsilon": result["claimed_epsilon"], "lower_bound": result["epsilon_lower_bound"],
+            "passed": result["verdict"] != "refuted",
+            "event": f"{result['correct_guesses']}/{result['guesses']} right guesses ({result['best_scorer']})",
+            "numerator": None, "pair loss": None, "pair loss / claim": None,
+            "lower_bound_fdp": result["epsilon_lower_bound_fdp"], "gdp_mu_lower_bound": result["gdp_mu_lower_bound"],
+            "seconds": result["seconds"]}
