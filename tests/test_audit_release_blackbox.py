@@ -127,7 +127,8 @@ def test_a_saved_release_audit_joins_the_audit_report(tmp_path, capsys):
     from dpkit.audit.release.audit import report_row
 
     script = _script(tmp_path, SCRIPT)
-    assert main(_args("--command", f"{sys.executable} {script} {{input}} {{output}}", "--out", str(tmp_path / "a"))) == 0
+    command = f"{sys.executable} {script} {{input}} {{output}}"
+    assert main(_args("--command", command, "--out", str(tmp_path / "a"))) == 0
     row = report_row(json.loads((tmp_path / "a" / "audit_result.json").read_text()))
     assert row["passed"] is False and row["lower_bound"] > row["claimed_epsilon"] == 1.0
     ok, sentence = report.verdict([], [row])

@@ -54,7 +54,8 @@ MIN_GUESSES = 8
 
 
 def plan_shares(m: int) -> list[tuple[float, bool]]:
-    """(share of canaries guessed, both ends?) for ``m`` canaries: both ends for shares 1, 1/2, ...; top only from 1/2."""
+    """(share of canaries guessed, both ends?) for ``m`` canaries: both ends for shares 1, 1/2, ...;
+    top only from 1/2."""
     shares, j = [], 0
     while j == 0 or m * 2.0 ** -j >= MIN_GUESSES:
         shares.append(2.0 ** -j)

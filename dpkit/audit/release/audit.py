@@ -38,7 +38,7 @@ import numpy as np
 
 from dpkit.audit.release.canaries import DEFAULT_CANARIES, Canaries, canaries_from_texts, make_canaries
 from dpkit.audit.release import analysis as one_run_analysis
-from dpkit.audit.release.analysis import STRATEGIES, guess_plans
+from dpkit.audit.release.analysis import STRATEGIES, guess_plans  # noqa: F401  (guess_plans: re-exported)
 from dpkit.audit.release.fdp import gdp_epsilon_curve
 from dpkit.audit.release.roc import auroc, tpr_at_fpr
 from dpkit.audit.release.scorers import DEFAULT_SCORERS, scorer

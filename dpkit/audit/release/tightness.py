@@ -5,7 +5,8 @@
 Generators whose privacy is known exactly:
 
 * ``randomized_response`` at ``eps`` in {1, 2, 4, 8} (score level: each canary's
-  score is its inclusion bit through eps-randomized response, :func:`~dpkit.audit.release.analysis.randomized_response_scores`):
+  score is its inclusion bit through eps-randomized response,
+  :func:`~dpkit.audit.release.analysis.randomized_response_scores`):
   exactly eps-DP per canary (add/remove of one canary, unit one record), and
   ``mu``-GDP for ``mu = 2 Phi^-1(e^eps / (1 + e^eps))`` and no smaller ``mu``;
 * on text, through :func:`~dpkit.audit.release.audit.audit_release`: a generator that echoes
@@ -107,12 +108,13 @@ def summarise(rows: list[dict]) -> list[dict]:
         def median(key):
             values = [r[key] for r in part]
             return None if any(v is None for v in values) else float(np.median(values))
+        text = part[0]["kind"] == "text"
         out.append({"generator": generator, "canaries": m, "analysis": analysis, "runs": len(part),
                     "bound_median": median("bound"), "bound_min": float(min(r["bound"] for r in part)),
                     "truth": part[0]["truth"], "ratio_median": median("ratio"),
                     "tpr_at_fpr_1_median": median("tpr_at_fpr_1"), "auroc_median": median("auroc"),
                     "seconds_median": median("seconds"),
-                    "refuted_at_1": sum(bool(r.get("refuted_at_1")) for r in part) if part[0]["kind"] == "text" else None})
+                    "refuted_at_1": sum(bool(r.get("refuted_at_1")) for r in part) if text else None})
     return out
 
 
@@ -129,7 +131,8 @@ def run_study(out: Path, runs: int = 20, text_runs: int = 10) -> dict:
     rows = randomized_response_rows(runs) + text_rows(text_runs)
     summary = summarise(rows)
     provenance = {"commit": _commit(), "machine": platform.machine(), "cpu_count": os.cpu_count(),
-                  "python": platform.python_version(), "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                  "python": platform.python_version(),
+                  "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                   "command": "python -m dpkit.audit.release.tightness " + " ".join(sys.argv[1:]),
                   "runs": runs, "text_runs": text_runs, "confidence": CONFIDENCE, "strategy": "bonferroni",
                   "seconds": round(time.perf_counter() - start, 1)}
@@ -151,7 +154,8 @@ def main(argv=None) -> int:
     study = run_study(Path(args.out), args.runs, args.text_runs)
     for row in study["summary"]:
         print(f"{row['generator']:<45} {row['canaries']:>6} {row['analysis']:<8} bound {row['bound_median']:.3f} "
-              f"ratio {row['ratio_median'] if row['ratio_median'] is None else round(row['ratio_median'], 3)} TPR@1% {row['tpr_at_fpr_1_median']:.3f} "
+              f"ratio {row['ratio_median'] if row['ratio_median'] is None else round(row['ratio_median'], 3)} "
+              f"TPR@1% {row['tpr_at_fpr_1_median']:.3f} "
               f"AUROC {row['auroc_median']:.3f} {row['seconds_median']:.2f} s")
     return 0
 
