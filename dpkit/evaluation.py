@@ -187,8 +187,66 @@ def _evaluate_command(args: argparse.Namespace) -> int:
                                                      real_features=x_test, document_type=document_type,
                                                      seed=args.seed)
         result["real"] = real_scores
+    if args.reference is not None:
+        try:
+            result["reference"] = label_only_reference(args, synthetic, test, x_test, embedder, result)
+        except ParameterError as error:
+            print(f"dpkit evaluate: {error}", file=sys.stderr)
+            return 2
     print(json.dumps(result, indent=2, sort_keys=True) if args.json else format_report(result))
     return 0
+
+
+def label_only_reference(args: argparse.Namespace, synthetic, test, x_test, embedder, result: dict) -> dict:
+    """``--reference label-only``: the release's label set and per-label sizes written by the bundled model from
+    the document type and each label (its public description where the release's config.json records one) alone
+    (:func:`dpkit.experiments.label_only.label_only_texts`), in ``--reference-draws`` draws, each scored as the
+    release is. The gain is the release's balanced accuracy minus each draw's, with a Student-t interval over the
+    draws: it covers the reference's variation, not the release's own (one release)."""
+    from collections import Counter
+
+    from dpkit.backends import get_backend
+    from dpkit.experiments.compare import t_interval
+    from dpkit.experiments.label_only import label_only_texts
+
+    draws = check_int("--reference-draws", args.reference_draws, minimum=1)
+    config = _release_config(args.synthetic)
+    counts = Counter(str(y) for y in synthetic.labels)
+    names = [str(n) for n in (config.get("labels") or sorted(counts)) if str(n) in counts]
+    descriptions = config.get("label_descriptions") or {}
+    label_texts = [descriptions.get(n, n) for n in names]
+    per_class = max(counts[n] for n in names)
+    if any(counts[n] != per_class for n in names):
+        raise ParameterError("--reference", args.reference, f"needs the same number of texts under every label (the "
+                             f"release has {dict(counts)}), as dpkit synth releases have")
+    document_type = result.get("document_type") or (config.get("method_config") or {}).get("document_type") \
+        or "short text"
+    max_new_tokens = int((config.get("method_config") or {}).get("max_new_tokens") or 48)
+    backend = get_backend("local", None)
+    scores = []
+    for draw in range(draws):
+        texts, index = label_only_texts(backend, document_type, label_texts, per_class, seed=draw,
+                                        max_new_tokens=max_new_tokens)
+        kept = [(t, names[k]) for t, k in zip(texts, index) if t.strip()]
+        scored = evaluate([t for t, _ in kept] or ["(nothing)"], [y for _, y in kept] or [names[0]], test.texts,
+                          test.labels, embedder=embedder, test_features=x_test, seed=args.seed)
+        scores.append(float(scored["balanced_accuracy"]["estimate"]))
+    mean, low, high = t_interval(scores, bounds=(0.0, 1.0))
+    release = float(result["balanced_accuracy"]["estimate"])
+    gain, gain_low, gain_high = t_interval([release - s for s in scores])
+    return {"name": "label_only", "document_type": document_type, "label_texts": dict(zip(names, label_texts)),
+            "per_class": per_class, "draws": scores,
+            "balanced_accuracy": {"estimate": mean, "low": low, "high": high},
+            "gain": {"estimate": gain, "low": gain_low, "high": gain_high}}
+
+
+def _release_config(synthetic_path: str) -> dict:
+    """The ``config.json`` beside a release's synthetic.jsonl ({} when there is none)."""
+    try:
+        value = json.loads(Path(synthetic_path).with_name("config.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
 def check_release(synthetic_path: str) -> None:
@@ -270,6 +328,15 @@ def format_report(result: dict) -> str:
     lines.append(f"  {'test texts: distinct-1 / distinct-2':<40} "
                  f"{measures['real_distinct_1']:.3f} / {measures['real_distinct_2']:.3f}")
     lines.append(f"  {'test texts: words per text, mean':<40} {measures['real_words_mean']:.1f}")
+    ref = result.get("reference")
+    if ref:
+        lines += ["", f"reference that reads no record (label-only: the bundled model told the document type "
+                      f"'{ref['document_type']}' and the label, {ref['per_class']} texts per label, "
+                      f"{len(ref['draws'])} draws):",
+                  f"  {'balanced accuracy (mean, t interval)':<40} {interval(ref['balanced_accuracy'])}",
+                  f"  {'gain of the release over it':<40} {ref['gain']['estimate']:+.3f} [{ref['gain']['low']:+.3f}, "
+                  f"{ref['gain']['high']:+.3f}]" + ("  (above 0)" if ref["gain"]["low"] > 0 else
+                                                    "  (not above 0: the label alone explains the score)")]
     return "\n".join(lines)
 
 
@@ -301,4 +368,11 @@ def register(subparsers) -> None:
                    "records one")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the text report (the "
                    "stable format, for scripts)")
+    p.add_argument("--reference", choices=("label-only",), default=None, help="also score a reference that reads "
+                   "no record: the bundled model told only the document type and each label (its description "
+                   "when the release's config.json has one), with the release's label set and texts per label, "
+                   "scored as the release; reports its balanced accuracy and the release's gain over it (JSON key "
+                   "\"reference\"). Generates the release's size once per draw on the local model (minutes)")
+    p.add_argument("--reference-draws", type=int, default=3, help="with --reference: independent draws of the "
+                   "reference (seeds 0, 1, ...), for the t interval of its score and of the gain (default 3)")
     p.set_defaults(func=_evaluate_command)

@@ -129,6 +129,16 @@ class LocalCells:
         if method == "real":
             texts = [records.texts[i] for i in subset]
             labels = [names[records.labels[i]] for i in subset]
+        elif method == "label_only":  # the reference that reads no record: document type and label only
+            from dpkit.experiments.label_only import label_only_texts
+
+            start = time.perf_counter()
+            texts, index = label_only_texts(backend, DOCUMENT_TYPES.get(dataset, "short text"), names,
+                                            self.preset.sizes.per_class, seed=seed,
+                                            max_new_tokens=self.preset.sizes.max_new_tokens)
+            wall = time.perf_counter() - start
+            labels = [names[k] for k in index]
+            release_info = {"n_texts": len(texts), "n_records_read": 0, "reads_no_record": True}
         else:
             cfg = configs(epsilon, self.preset.sizes, document_type=DOCUMENT_TYPES.get(dataset, "short text"),
                           smoke=self.preset.smoke)[method]

@@ -73,6 +73,9 @@ from dpkit.runtime import cache_dir
 from dpkit.validate import ParameterError
 
 REAL = "real"  # the real-data reference cell: real training texts of the same size (epsilon inf)
+#: The reference that reads no record (``--methods ...,label_only``): the bundled model prompted with the document
+#: type and the label alone (dpkit.experiments.label_only), one cell per data set and seed at epsilon inf.
+LABEL_ONLY = "label_only"
 PROVENANCE_KEYS = ("git_commit", "machine", "runtime", "model", "dpkit_version", "created")
 
 
@@ -97,9 +100,12 @@ class Preset:
         for seed in self.seeds:
             for dataset in self.datasets:
                 yield dataset, REAL, math.inf, seed
+                if LABEL_ONLY in self.methods:  # data-independent: one cell, whatever the epsilon
+                    yield dataset, LABEL_ONLY, math.inf, seed
                 for epsilon in self.epsilons:
                     for method in self.methods:
-                        yield dataset, method, epsilon, seed
+                        if method != LABEL_ONLY:
+                            yield dataset, method, epsilon, seed
 
     def public_sizes(self) -> dict:
         sizes = {key: value for key, value in asdict(self.sizes).items()
@@ -277,7 +283,7 @@ def get_preset(name: str) -> Preset:
 def parse_methods(text: str) -> tuple[str, ...]:
     """``"kps,dpst"`` -> ``("kps", "dpst")``, each one of :data:`~dpkit.experiments.compare.METHOD_NAMES`."""
     names = tuple(dict.fromkeys(part.strip() for part in str(text).split(",") if part.strip()))
-    allowed = METHOD_NAMES + tuple(VARIANT_ROWS)   # pp_ink: private prediction's InvisibleInk variant, on request
+    allowed = METHOD_NAMES + tuple(VARIANT_ROWS) + (LABEL_ONLY,)  # pp_ink: InvisibleInk; label_only: the reference
     if not names or any(name not in allowed for name in names):
         raise ParameterError("--methods", text, f"must list some of {','.join(allowed)}, separated by commas")
     return names
