@@ -50,7 +50,8 @@ def _registrars():
 
 
 SUBCOMMAND_MODULES: list[str] = ["dpkit.privacy.cli", "dpkit.backends.cli", "dpkit.audit.cli", "dpkit.data.cli",
-                                   "dpkit.methods.cli", "dpkit.evaluation", "dpkit.experiments.results"]
+                                   "dpkit.methods.cli", "dpkit.experiments.evaluate_release",
+                                   "dpkit.experiments.results"]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -19,14 +19,16 @@ from pathlib import Path
 
 from test_import_graph import PACKAGE, _resolve, module_name, modules
 
+from dpkit.methods.registry import METHOD_MODULES
+
 #: Third-party packages that are slow to import, need a GPU/cluster stack, or are optional extras.
 HEAVY = frozenset({"torch", "transformers", "sentence_transformers", "ray", "llama_cpp", "spacy", "openai",
                    "anthropic", "matplotlib", "sklearn", "pandas", "scipy", "jax", "datasketch", "mpmath",
                    "dp_accounting", "wordfreq", "IPython", "papermill", "nbformat", "myst_nb", "jinja2",
-                   "faiss", "tqdm", "huggingface_hub"})
-#: ``dpkit.methods`` loads its method modules (and so PyTorch) on first use of these names (module __getattr__).
-LAZY_METHODS = {"METHODS": ("dpkit.methods.kps", "dpkit.methods.pp", "dpkit.methods.dpst"),
-                "kps": ("dpkit.methods.kps",), "pp": ("dpkit.methods.pp",), "dpst": ("dpkit.methods.dpst",)}
+                   "faiss", "tqdm", "huggingface_hub", "opacus", "peft"})
+#: ``dpkit.methods`` loads its method modules (and so PyTorch) on first use of these names (module __getattr__):
+#: ``METHODS`` every registered one, a method's name its own module (the registry's lines).
+LAZY_METHODS = {"METHODS": tuple(METHOD_MODULES.values()), **{name: (module,) for name, module in METHOD_MODULES.items()}}
 SCOPE = PACKAGE
 #: Deferred imports that stay, each with its reason: (file, imported module) -> why.
 KEPT = {

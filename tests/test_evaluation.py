@@ -8,7 +8,8 @@ import pytest
 from sklearn.metrics import accuracy_score, balanced_accuracy_score, f1_score
 
 from dpkit.cli import main
-from dpkit.evaluation import evaluate, format_report, score
+from dpkit.evaluation import evaluate, score
+from dpkit.experiments.evaluate_release import format_report
 from dpkit.textmetrics import TEXT_METRICS
 
 

@@ -121,12 +121,12 @@ def _adapter(tiny_lm, bf16=False):
                      rank=2, alpha=4.0, bf16=bf16, max_text_tokens=8)
 
 
-def _manual_clipped_sum(adapter, states, targets, weights, clip):
+def _manual_clipped_sum(adapter, states, next_ids, weights, clip):
     names = [n for n, p in adapter.top.named_parameters() if p.requires_grad]
     total = {n: torch.zeros_like(p) for n, p in adapter.top.named_parameters() if p.requires_grad}
     for i in range(states.shape[0]):
         adapter.top.zero_grad()
-        adapter.top(states[i:i + 1], targets[i:i + 1], weights[i:i + 1]).sum().backward()
+        adapter.top(states[i:i + 1], next_ids[i:i + 1], weights[i:i + 1]).sum().backward()
         grads = {n: p.grad.detach().clone() for n, p in adapter.top.named_parameters() if n in names}
         norm = torch.sqrt(sum((g ** 2).sum() for g in grads.values()))
         for n in names:
@@ -144,14 +144,14 @@ def test_one_step_is_the_clipped_per_record_sum_over_the_public_batch_size(tiny_
     data = records()
     encoded = adapter.encode(data.texts[:6], [prefix_text("SMS", "ham")] * 6)
     states = adapter.lower_states(encoded)
-    targets, weights = encoded.ids[:, 1:], encoded.weights
+    next_ids, weights = encoded.ids[:, 1:], encoded.weights
     clip = 0.05  # small: every record is clipped
-    expected = _manual_clipped_sum(adapter, states, targets, weights, clip)
+    expected = _manual_clipped_sum(adapter, states, next_ids, weights, clip)
     before = adapter.top.adapter_state()
     monkeypatch.setattr("dpkit.ft.dpsgd.torch.optim.Adam", lambda params, lr: torch.optim.SGD(params, lr=lr))
     plan = StepPlan(sample_rate=1.0, steps=1, noise_multiplier=1e-9, clip_norm=clip, expected_batch_size=4.0,
                     learning_rate=1.0, micro_batch=4)   # two micro-batches: 4 + 2 records, one sum
-    train(adapter.top, states, targets, weights, plan, np.random.SeedSequence(0))
+    train(adapter.top, states, next_ids, weights, plan, np.random.SeedSequence(0))
     after = adapter.top.adapter_state()
     for name, value in expected.items():
         torch.testing.assert_close(before[name] - after[name], value / 4.0, rtol=1e-4, atol=1e-7)

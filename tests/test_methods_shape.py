@@ -1,4 +1,4 @@
-"""The three methods share one shape: validated public configs, a smoke preset, a stated guarantee."""
+"""The methods share one shape: one record each, validated public configs, a smoke preset, a stated guarantee."""
 
 import dataclasses
 import inspect
@@ -6,7 +6,9 @@ import inspect
 import numpy as np
 import pytest
 
-from dpkit.methods import METHODS, Records
+import dpkit.methods.pp
+from dpkit.methods import METHODS, Method, Records
+from dpkit.methods.registry import METHOD_MODULES, method_names
 from dpkit.methods.labels import keep_probability, randomized_response
 from dpkit.seeds import child, generator, root_sequence
 from dpkit.validate import ParameterError
@@ -53,8 +55,14 @@ def test_records_validate_and_cap():
 
 
 def test_pp_refuses_api_backends_before_running():
-    with pytest.raises(ParameterError, match="local model"):
-        METHODS["pp"].check_backend("openai")
+    import argparse
+
+    from dpkit.methods.request import check_backend
+
+    assert METHODS["pp"].backends == ("local",)
+    with pytest.raises(ParameterError, match="local model") as info:
+        check_backend(argparse.Namespace(backend="openai", method="pp"), METHODS["pp"])
+    assert info.value.name == "--backend"
 
 
 def test_seed_tree_is_spawn_by_index():
@@ -130,18 +138,50 @@ def test_the_token_cap_is_computed_once_per_configuration(monkeypatch):
     real = pipeline.max_private_tokens
     monkeypatch.setattr(pipeline, "max_private_tokens", lambda *a: calls.append(a) or real(*a))
     config = METHODS["pp"].Config(epsilon=4.0)
-    config.guarantee(), config.contract(), config.max_private_tokens(), METHODS["pp"].public_rules(config)
+    config.guarantee(), config.contract(), config.max_private_tokens(), dpkit.methods.pp.public_rules(config)
     assert len(calls) == 1
 
 
-def test_the_synth_help_states_each_methods_own_smoke_bounds():
-    """``dpkit synth --help`` loads no method module (no PyTorch), so it writes their smoke bounds out: they must
-    be the numbers each method module declares."""
-    from dpkit.cli import build_parser
+def test_each_method_module_declares_one_record_and_the_registry_names_it():
+    """One record per method (aesthetics-4 6.1): the module's ``METHOD`` carries the names the CLI, the plan and
+    the report read, and it is the module's own declarations, not copies."""
+    import importlib
+
+    assert METHOD_MODULES and tuple(METHODS) == method_names()
+    for name, path in METHOD_MODULES.items():
+        module = importlib.import_module(path)
+        records = [value for value in vars(module).values() if isinstance(value, Method)]
+        assert records == [module.METHOD] and METHODS[name] is module.METHOD and module.METHOD.name == name
+        method = module.METHOD
+        assert method.statement is module.STATEMENT and method.STATEMENT is module.STATEMENT
+        assert method.Config is module.Config and method.synthesize is module.synthesize
+        assert method.charges is module.charges and method.release_size is module.release_size
+        assert method.smoke_rows >= 1 and (method.smoke_max_rows is None or method.smoke_max_rows >= method.smoke_rows)
+        assert method.takes_delta == (method.Config(epsilon=4.0).budget()[1] > 0)  # --delta: the guarantee has one
+
+
+def test_an_unknown_method_is_refused_by_name():
+    from dpkit.methods import get_method
+
+    with pytest.raises(ParameterError) as info:
+        get_method("klingon")
+    assert info.value.name == "method" and "kps" in info.value.allowed
+
+
+def test_the_synth_help_names_the_registered_methods_and_plan_prints_each_ones_smoke_bounds(capsys):
+    """``dpkit synth --help`` loads no method module (no PyTorch): its choices are the registry's names, its flags'
+    help names no method, and ``--plan --smoke`` prints each method's own row bounds, read from its record."""
+    from dpkit.cli import build_parser, main
 
     synth = build_parser()._subparsers._group_actions[0].choices["synth"]
-    text = " ".join(next(a.help for a in synth._actions if "--smoke" in a.option_strings).split())
-    kps, pp, dpst = METHODS["kps"], METHODS["pp"], METHODS["dpst"]
-    assert f"min(1, {kps.SMOKE_ROWS}/M) (pp {pp.SMOKE_ROWS}/M)" in text, text
-    assert f"the first {dpst.SMOKE_ROWS} rows" in text
-    assert f"at most {kps.SMOKE_MAX_ROWS} rows (pp {pp.SMOKE_MAX_ROWS})" in text
+    method_action = next(a for a in synth._actions if a.dest == "method")
+    assert tuple(method_action.choices) == method_names()
+    flags = " ".join(a.help or "" for a in synth._actions if a.option_strings)
+    assert not [name for name in method_names() if f" {name} " in f" {flags} ".replace(",", " ")], flags
+    for name, method in METHODS.items():
+        assert main(["synth", name, "--plan", "--smoke", "--epsilon", "8", "--rows", "100000"]) == 0
+        rows = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("rows: "))
+        if method.statement.per_record:  # add/remove: kept with probability smoke_rows / M, at most smoke_max_rows
+            assert f'"limit": {method.smoke_rows}' in rows and f'"max_rows": {method.smoke_max_rows}' in rows, rows
+        else:  # replace-one: the first smoke_rows rows
+            assert '"rule": "prefix"' in rows and f'"limit": {method.smoke_rows}' in rows, rows

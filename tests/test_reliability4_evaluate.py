@@ -15,7 +15,7 @@ import json
 
 import pytest
 
-import dpkit.evaluation
+import dpkit.experiments.evaluate_release
 from dpkit.cli import main
 from dpkit.runs import Run
 from test_runs_faults import SAMPLE
@@ -52,7 +52,7 @@ def no_model(monkeypatch):
     """A refusal must come before the embedder is loaded."""
     def refuse(*a, **k):
         raise AssertionError("the embedder was loaded")
-    monkeypatch.setattr(dpkit.evaluation, "load_embedder", refuse)
+    monkeypatch.setattr(dpkit.experiments.evaluate_release, "load_embedder", refuse)
 
 
 @pytest.mark.parametrize("edit", ["text", "extra line", "label"])

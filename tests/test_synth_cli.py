@@ -4,6 +4,7 @@ A fake text generator stands in for the LLM here (plumbing only); tests/test_syn
 runs every method on the bundled model.
 """
 
+import dataclasses
 import json
 
 import pytest
@@ -213,7 +214,7 @@ def test_summary_explains_a_guarantee_below_the_requested_epsilon():
 
     below = Release("pp", ({"text": "a"},), 3.54229, 1e-6, pp.STATEMENT, {}, reproducible=False)
     line = summary("pp", below, "runs/x", 4.0)
-    assert "epsilon=3.54229 (within the requested 4" in line and "release mode" in line
+    assert "epsilon=3.54229 (below the requested 4" in line and "release mode" in line
     exact = Release("pp", ({"text": "a"},), 4.0, 1e-6, pp.STATEMENT, {}, reproducible=True)
     line = summary("pp", exact, "runs/x", 4.0)
     assert "epsilon=4," in line and "requested" not in line and "NOT a DP release" in line
@@ -392,7 +393,7 @@ def test_plan_refuses_a_configuration_that_overspends(tmp_path, capsys, monkeypa
         declared = real(config, n_labels, n_records)
         return (*declared, Charge("kps: private vocabulary, again", declared[0].contract))
 
-    monkeypatch.setattr(kps, "charges", overspending)
+    monkeypatch.setattr(kps, "METHOD", dataclasses.replace(kps.METHOD, charges=overspending))
     assert main(["synth", "kps", "--epsilon", "4", "--plan"]) == 2
     assert "--epsilon=4.0 is invalid" in (err := capsys.readouterr().err) and "over the budget" in err
     out = tmp_path / "run"
@@ -415,7 +416,9 @@ def test_errors_never_print_a_label_or_text_of_the_input(tmp_path, capsys, fake)
     path = tmp_path / "secret.csv"
     path.write_text("text,label\nA private sentence about SECRET-TEXT-QQQ,billing\nAnother one,SECRET-LABEL-XYZ\n",
                     encoding="utf-8")
-    for method in ("kps", "pp", "dpst"):
+    from dpkit.methods import METHOD_NAMES
+
+    for method in METHOD_NAMES:
         assert synth(tmp_path / "run", "--labels", "billing,delivery", method=method, input=path) == 2
         err = capsys.readouterr().err
         assert "SECRET-LABEL-XYZ" not in err and "SECRET-TEXT-QQQ" not in err and "data row 2" in err

@@ -3,7 +3,7 @@
     python -m dpkit audit list [--json]
     python -m dpkit audit run NAME --epsilon E [--samples N] [--seed S] [--confidence C] [--json]
     python -m dpkit audit samples --claim C --violation V [--confidence C] [--json]
-    python -m dpkit audit release {kps,pp,dpst} --input F --text-column C --epsilon E [--canaries M] [--smoke]
+    python -m dpkit audit release METHOD --input F --text-column C --epsilon E [--canaries M] [--smoke]
 
 ``run`` builds NAME calibrated for the claimed epsilon E, draws N outputs on each
 dataset of its worst-case neighbouring pair, and prints the lower confidence
@@ -23,6 +23,8 @@ from dpkit.audit.release import blackbox, method_run
 from dpkit.audit.release.scorers import DEFAULT_SCORERS
 from dpkit.backends.base import BackendError
 from dpkit.io import to_jsonable
+from dpkit.methods.record import ALL_BACKENDS
+from dpkit.methods.registry import method_names
 from dpkit.validate import ParameterError
 
 
@@ -122,20 +124,19 @@ def _release(args: argparse.Namespace) -> int:
 
 def _register_release(sub) -> None:
     """Add ``release`` to the ``dpkit audit`` subcommands."""
-    from dpkit.methods.cli import BACKENDS
-
     p = sub.add_parser("release", help="audit a method's whole release with canaries (one run)",
                        description=method_run.__doc__.splitlines()[0])
-    p.add_argument("method", choices=("kps", "pp", "dpst"), nargs="?",
-                   help="DP-KPS, private prediction or DP-ST")
+    p.add_argument("method", choices=method_names(), nargs="?",
+                   help="the method, as in dpkit synth (dpkit.methods.registry)")
     p.add_argument("--input", required=True, help="CSV, TSV or JSON Lines file, UTF-8")
     p.add_argument("--text-column", required=True, help="the column with the texts")
     p.add_argument("--label-column", default=None, help="the column with the labels (optional)")
     p.add_argument("--labels", default=None, help="the public label set: comma-separated, or a JSON list (as for dpkit synth)")
     p.add_argument("--epsilon", type=float, required=True, help="the budget the method runs at (the claim)")
-    p.add_argument("--delta", type=float, default=None, help="pp only: delta in (0, 1) (default 1e-6)")
+    p.add_argument("--delta", type=float, default=None, help="delta in (0, 1), for a method whose guarantee has "
+                   "one (its configuration's default otherwise), as in dpkit synth")
     p.add_argument("--canaries", type=int, default=None, help="number of canaries (default 1000; 200 with --smoke)")
-    p.add_argument("--scorers", default=",".join(DEFAULT_SCORERS), help="comma-separated: ngram, chars, embedding "
+    p.add_argument("--scorers", default=",".join(DEFAULT_SCORERS), help="comma-separated: ngram, chars, suffix_lm, embedding "
                    f"(default {','.join(DEFAULT_SCORERS)})")
     p.add_argument("--confidence", type=float, default=0.95, help="confidence of the lower bound (default 0.95)")
     p.add_argument("--strategy", choices=("bonferroni", "split"), default="bonferroni",
@@ -148,7 +149,7 @@ def _register_release(sub) -> None:
                    help="a method configuration setting (repeatable), as in dpkit synth")
     p.add_argument("--out", default=None, help="audit folder DIR: DIR/run (a dpkit synth run folder), "
                    "DIR/audit.json, DIR/audit_result.json (default: a new temporary folder)")
-    p.add_argument("--backend", choices=BACKENDS, default=None, help="text generation backend (default local)")
+    p.add_argument("--backend", choices=ALL_BACKENDS, default=None, help="text generation backend (default local)")
     p.add_argument("--model", default=None, help="model name or path for the backend")
     p.add_argument("--seed", type=int, default=None, help="the method's reproducible mode (NOT a DP release)")
     p.add_argument("--limit", type=int, default=None, help="as in dpkit synth")

@@ -14,7 +14,7 @@ the bundled models, and, for the rule, a one-line pattern per data set):
 * **zero-shot** (:func:`zero_shot`): each test text gets the label whose name (or
   ``a {document type} about {label}``) is nearest in the MiniLM space. No training text at all.
 * **keyword rule** (:data:`KEYWORD_RULES`): one line per held-out set, written after reading 8
-  training texts (the review's rules, ``findings/results-4.md`` §3.2; the first set's by us).
+  training texts of that set and nothing else.
 
 :func:`gain_over_reference` is a method's gain over a reference with a paired Student-t interval
 over seeds (:func:`dpkit.experiments.compare.t_interval` of the per-seed differences): a method
@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Sequence
 
 import numpy as np
@@ -201,8 +202,6 @@ def release_gains(results_root, summary: dict) -> list[dict]:
     label-only draws when a method has two releases or more (:func:`~dpkit.experiments.rows_report.
     difference_of_means`), else Student's over the draws alone (the one release taken as fixed: the
     interval covers the reference's variation, not the release's)."""
-    from pathlib import Path
-
     from dpkit.experiments.rows_report import difference_of_means, scores
 
     out = []

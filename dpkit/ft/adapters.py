@@ -81,8 +81,8 @@ class TopLayers(torch.nn.Module):
     """The trainable top of the model: copies of the top decoder layers (with LoRA), the final norm, and the
     frozen output projection (a tensor, not a module: Opacus hooks only the adapters).
 
-    ``forward(h, targets, weights) -> (batch,)`` per-record losses: ``h`` the lower layers' output at every
-    position but the last, ``targets`` the next tokens, ``weights`` each position's share of its record's loss.
+    ``forward(h, next_ids, weights) -> (batch,)`` per-record losses: ``h`` the lower layers' output at every
+    position but the last, ``next_ids`` the next tokens, ``weights`` each position's share of its record's loss.
     """
 
     def __init__(self, model, n_layers: int, modules: Sequence[str], rank: int, alpha: float, bf16: bool):
@@ -99,13 +99,13 @@ class TopLayers(torch.nn.Module):
         self.register_buffer("head", head.to(torch.bfloat16) if bf16 else head, persistent=False)
         for p in self.parameters():
             p.requires_grad_(False)
-        targets = [f"layers.{i}.{LORA_MODULES[m]}" for i in range(n_layers) for m in modules]
-        inject_adapter_in_model(LoraConfig(r=rank, lora_alpha=alpha, target_modules=targets, lora_dropout=0.0,
+        adapted = [f"layers.{i}.{LORA_MODULES[m]}" for i in range(n_layers) for m in modules]
+        inject_adapter_in_model(LoraConfig(r=rank, lora_alpha=alpha, target_modules=adapted, lora_dropout=0.0,
                                            bias="none"), self)
         for name, p in self.named_parameters():
             p.requires_grad_("lora_" in name)
 
-    def forward(self, h: torch.Tensor, targets: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+    def forward(self, h: torch.Tensor, next_ids: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
         batch, length, _ = h.shape
         position_ids = torch.arange(length, device=h.device).unsqueeze(0).expand(batch, -1)
         embeddings = self.rotary(h, position_ids)
@@ -116,7 +116,7 @@ class TopLayers(torch.nn.Module):
         rows, cols = torch.nonzero(weights > 0, as_tuple=True)   # loss positions only: text tokens and the end
         chosen = h[rows, cols]
         logits = torch.nn.functional.linear(chosen.to(self.head.dtype), self.head).float()
-        nll = torch.nn.functional.cross_entropy(logits, targets[rows, cols], reduction="none")
+        nll = torch.nn.functional.cross_entropy(logits, next_ids[rows, cols], reduction="none")
         return torch.zeros(batch, dtype=nll.dtype, device=h.device).index_add(0, rows, nll * weights[rows, cols])
 
     def adapter_state(self) -> dict[str, torch.Tensor]:

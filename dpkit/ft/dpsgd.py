@@ -104,13 +104,13 @@ def _optimizer(top, plan: StepPlan, noise: torch.Generator):
     return optimizer, params
 
 
-def train(top: torch.nn.Module, states: torch.Tensor, targets: torch.Tensor, weights: torch.Tensor,
+def train(top: torch.nn.Module, states: torch.Tensor, next_ids: torch.Tensor, weights: torch.Tensor,
           plan: StepPlan, seed_sequence: np.random.SeedSequence, *, start: dict | None = None,
           on_checkpoint: Callable[[int, dict], None] | None = None,
           on_step: Callable[[int], None] | None = None) -> dict:
     """Run the DP-SGD steps of ``plan`` on ``top`` (a :class:`~dpkit.ft.adapters.TopLayers`); returns the final state.
 
-    ``states`` (n, L, hidden): the lower layers' output per record; ``targets`` (n, L) the next tokens;
+    ``states`` (n, L, hidden): the lower layers' output per record; ``next_ids`` (n, L) the next tokens;
     ``weights`` (n, L) each position's share of its record's loss. ``start``: a state from
     ``on_checkpoint`` to resume from (``step``, ``adapter``, ``optimizer``).
     """
@@ -139,8 +139,10 @@ def train(top: torch.nn.Module, states: torch.Tensor, targets: torch.Tensor, wei
         for k, chunk in enumerate(chunks):
             index = torch.from_numpy(chunk)
             length = int((weights[index] > 0).nonzero()[:, 1].max()) + 1
-            loss = module(states[index, :length], targets[index, :length], weights[index, :length]).sum()
-            loss.backward()
+            loss = module(states[index, :length], next_ids[index, :length], weights[index, :length]).sum()
+            with warnings.catch_warnings():  # the inputs are precomputed states: no input needs a gradient
+                warnings.filterwarnings("ignore", message="Full backward hook is firing", category=UserWarning)
+                loss.backward()
             if k < len(chunks) - 1:
                 optimizer.signal_skip_step(do_skip=True)   # clip and add to the running sum; no noise yet
             optimizer.step()

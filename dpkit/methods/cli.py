@@ -1,4 +1,4 @@
-"""``dpkit synth {kps,pp,dpst}``: a differentially private synthetic copy of your own labelled texts.
+"""``dpkit synth METHOD``: a differentially private synthetic copy of your own labelled texts.
 
     dpkit synth kps --input data/own_data_sample.csv --text-column text --label-column label \\
         --epsilon 4 --out runs/kps --smoke
@@ -21,14 +21,12 @@ import sys
 from dpkit import runtime
 from dpkit.models.named import LOCAL_MODEL_HELP
 from dpkit.backends.base import BackendError
-from dpkit.methods import METHOD_NAMES
+from dpkit.methods.record import ALL_BACKENDS
+from dpkit.methods.registry import method_names
 from dpkit.privacy.ledger import BudgetExceededError
 from dpkit.runs.layout import DONE
 from dpkit.validate import ParameterError
 
-SMOKE_ROWS = 200  # kps's smoke keep-fraction numerator, for the help text (dpkit.methods.kps.SMOKE_ROWS)
-SMOKE_MAX_ROWS = 2000  # kps's smoke bound, for the help text (dpkit.methods.kps.SMOKE_MAX_ROWS)
-BACKENDS = ("local", "openai", "anthropic")
 
 
 def _synth(args: argparse.Namespace) -> int:
@@ -69,15 +67,17 @@ def summary(method: str, release, out, requested_epsilon: float) -> str:
     delta = "0" if release.delta == 0 else f"{release.delta:g}"
     epsilon = f"epsilon={release.epsilon:g}"
     if release.epsilon < float(requested_epsilon) * (1 - 1e-9):
-        epsilon += f" (within the requested {float(requested_epsilon):g}: the method's caps are whole numbers)"
+        epsilon += f" (below the requested {float(requested_epsilon):g}: the method's public rules leave the rest unspent)"
     return (f"dpkit synth {method}: {len(release.records)} synthetic records in {out}/release "
             f"({epsilon}, delta={delta}, {mode})")
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("synth", help="a DP synthetic copy of your own texts (kps, pp or dpst)",
+    names = method_names()  # the registry's lines; no method module is imported (dpkit --help stays light)
+    p = subparsers.add_parser("synth", help=f"a DP synthetic copy of your own texts ({', '.join(names)})",
                               description=__doc__.splitlines()[0])
-    p.add_argument("method", choices=METHOD_NAMES, help="DP-KPS, private prediction or DP-ST")
+    p.add_argument("method", choices=names, help="the method (dpkit.methods.registry); `dpkit synth METHOD --plan "
+                   "--smoke` prints its configuration, budget split, sizes and row bounds")
     p.add_argument("--input", default=None, help="CSV, TSV or JSON Lines file, UTF-8 (required unless --plan)")
     p.add_argument("--text-column", default=None, help="the column with the texts (required unless --plan)")
     p.add_argument("--label-column", default=None, help="the column with the labels (optional)")
@@ -87,7 +87,8 @@ def register(subparsers) -> None:
                    "prompts use in place of the names (default: read from the input, and the report says it is "
                    "treated as public)")
     p.add_argument("--epsilon", type=float, required=True, help="privacy budget, > 0")
-    p.add_argument("--delta", type=float, default=None, help="pp only: delta in (0, 1) (default 1e-6)")
+    p.add_argument("--delta", type=float, default=None, help="delta in (0, 1), for a method whose guarantee "
+                   "has one (its configuration's default otherwise); a pure epsilon-DP method refuses it")
     p.add_argument("--out", default=None, help="run folder DIR: DIR/release (publishable) and DIR/private "
                    "(required unless --plan)")
     p.add_argument("--document-type", default=None, metavar="TEXT", help="what your texts are, in a few public "
@@ -101,29 +102,31 @@ def register(subparsers) -> None:
     p.add_argument("--plan", action="store_true", help="print the configuration, the ledger's planned spend per "
                    "mechanism, the composed guarantee and the number of texts, then exit; reads no data (give "
                    "--rows for DP-ST's size, --labels for labelled input)")
-    p.add_argument("--backend", choices=BACKENDS, default=None, help="text generation backend (default local; "
-                   "pp runs on the local model only)")
+    p.add_argument("--backend", choices=ALL_BACKENDS, default=None, help="text generation backend (default "
+                   "local); a method whose model reads private text runs on the local model only")
     p.add_argument("--model", default=None, help=f"model name or path for the backend; {LOCAL_MODEL_HELP}")
     p.add_argument("--runtime", default=None, choices=("auto", "llamacpp", "torch"),
                    help="local model runtime for generation and private prediction's decoding: auto | llamacpp | "
                         "torch (default: $DPKIT_RUNTIME or auto = llama.cpp on a CPU)")
-    p.add_argument("--smoke", action="store_true", help="tiny method sizes, for tests; with --rows M, kps keeps "
-                   f"each row with probability min(1, {SMOKE_ROWS}/M) (pp 48/M) by the per-record rule; dpst reads "
-                   f"the first 12 rows. A smoke run of kps keeps at most {SMOKE_MAX_ROWS} rows (pp 200): a larger "
-                   "input is refused (exit 2) unless --rows M or --sample-fraction selects fewer")
+    p.add_argument("--smoke", action="store_true", help="tiny method sizes, for tests, and public bounds on the "
+                   "rows read, each method's own (`--plan --smoke` prints them): under add/remove, with --rows M, "
+                   "each row is kept with probability min(1, R/M) by the per-record rule, and at most B rows are "
+                   "kept (a larger input is refused, exit 2, unless --rows M or --sample-fraction selects fewer); "
+                   "under replace-one, the first R rows are read")
     p.add_argument("--seed", type=int, default=None, help="reproducible mode: NOT a DP release (default: fresh "
                    "noise from the operating system)")
-    p.add_argument("--limit", type=int, default=None, help="read about N rows: kps and pp keep each row by a "
-                   "public per-record rule (a keyed hash of the row below N/M; needs --rows M), dpst the first N")
+    p.add_argument("--limit", type=int, default=None, help="read about N rows: a method under add/remove keeps "
+                   "each row by a public per-record rule (a keyed hash of the row below N/M; needs --rows M), a "
+                   "method under replace-one reads the first N")
     p.add_argument("--rows", type=int, default=None, help="the number of rows you DECLARE the input has (public; "
                    "the file's real count is private): the keep-fraction of --limit and --smoke, and --plan's size")
-    p.add_argument("--sample-fraction", type=float, default=None, help="kps and pp: keep each row iff a keyed "
-                   "hash of the row (text and label) falls below this public fraction in (0, 1]")
+    p.add_argument("--sample-fraction", type=float, default=None, help="methods under add/remove: keep each "
+                   "row iff a keyed hash of the row (text and label) falls below this public fraction in (0, 1]")
     p.add_argument("--sample-salt", default=None, help="the public salt of the row hash (default "
                    "dpkit-rows-v1); recorded in config.json")
-    p.add_argument("--executor", choices=("local", "ray"), default=None, help="pp only: decode the batches in "
-                   "this process (local, the default) or on Ray workers (needs dpkit[scale]); the release is "
-                   "the same, and a run may be resumed with the other executor")
+    p.add_argument("--executor", choices=("local", "ray"), default=None, help="for a method that decodes private "
+                   "batches: decode them in this process (local, the default) or on Ray workers (needs "
+                   "dpkit[scale]); the release is the same, and a run may be resumed with the other executor")
     p.add_argument("--workers", type=int, default=None, help="with --executor ray: the number of Ray workers, "
                    "each loads the local model once (default 2)")
     p.add_argument("--ray-address", default=None, help="with --executor ray: an existing cluster's address for "

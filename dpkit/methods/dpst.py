@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dpkit.dpst.corpus import load_public_corpus, read_public_texts
+from dpkit.dpst.corpus import check_k, load_public_bank, load_public_corpus, read_public_texts
 from dpkit.dpst.privatize import DPST, MAX_PARSER_CHARS, Prepared, PrivateDocument, document_contract
 from dpkit.dpst.topic import TopicDPST, topic_contract
 from dpkit.dpst.reconstruct import clean_output, reconstruction_messages, reconstruction_voice
@@ -40,6 +40,7 @@ from dpkit.methods.base import (PrivacyStatement, Records, Release, check_inputs
                                 generate_keyed)
 from dpkit.methods.budget import ledger_guarantee, release_ledger
 from dpkit.methods.labels import RandomizedResponse
+from dpkit.methods.record import Method
 from dpkit.privacy import Charge, PrivacyContract
 from dpkit.privacy.marks import Public
 from dpkit.runs import file_digest
@@ -187,6 +188,18 @@ def release_size(config: Config, n_labels: int, n_records: int | None = None) ->
     return n_records
 
 
+def check_sizes(config: Config, n_labels: int, *, labels=None, backend=None) -> None:
+    """Refuse, before anything is charged or written, ``k`` above the number of public triples
+    (:func:`~dpkit.dpst.corpus.check_k` on :func:`~dpkit.dpst.corpus.load_public_bank`, the bank the run
+    clusters, cached)."""
+    check_k(config.k, len(load_public_bank(n_articles=config.n_articles, texts=own_public_texts(config))))
+
+
+def variant_title(config: dict) -> str | None:
+    """The variant a release's configuration ran, as the report's title names it."""
+    return {"topic": "topic variant", "document": "document-level variant"}.get(str(config.get("variant")))
+
+
 def _split(prepared, i: int, offsets) -> Prepared:
     return Prepared([prepared.texts[i]], [prepared.triples[i]], prepared.embeddings[offsets[i]:offsets[i + 1]])
 
@@ -275,3 +288,9 @@ def synthesize(records: Records, config: Config, run, backend, seed_sequence: np
                    notes=("per record: " + ", ".join(f"{e.label.split(': ', 1)[-1]} epsilon "
                                                      f"{e.contract.epsilon:g}" for e in ledger.entries),
                           *public_corpus_note(config)))
+
+
+METHOD = Method(name=NAME, title="DP-ST (private semantic triples)", Config=Config, statement=STATEMENT,
+                charges=charges, release_size=release_size, size_rule=SIZE_RULE, synthesize=synthesize,
+                smoke_rows=SMOKE_ROWS, smoke_max_rows=SMOKE_MAX_ROWS, check_sizes=check_sizes, backends=BACKENDS,
+                executors=EXECUTORS, takes_delta=TAKES_DELTA, variant=variant_title)

@@ -39,11 +39,12 @@ from dpkit.kps.vocabulary import PhraseMatcher
 from dpkit.methods.base import (PrivacyStatement, Records, Release, check_inputs, checkpoint, config_dict,
                                 generate_keyed)
 from dpkit.methods.budget import ledger_guarantee, release_ledger
+from dpkit.methods.record import Method
 from dpkit.models.embed import load_embedder
 from dpkit.models.voice import document_voice
 from dpkit.privacy.marks import Public
 from dpkit.seeds import generator, int_seed
-from dpkit.validate import ParameterError, check_choice, check_int, check_positive
+from dpkit.validate import ParameterError, check_choice, check_fits_memory, check_int, check_positive
 
 NAME = "kps"
 VOCABULARIES = ("english", "medical")
@@ -53,6 +54,8 @@ TAKES_DELTA = False
 SMOKE_ROWS = 200  # the smoke preset's keep-fraction numerator once --rows M is declared
 SMOKE_MAX_ROWS = 2000  # --smoke keeps at most this many rows (more is refused)
 SIZE_RULE = "n_per_class texts per label"
+EMBEDDING_WIDTH = 384  # all-MiniLM-L6-v2, the sentence embedder of dpkit.models.embed (public)
+FLOAT_BYTES = 8
 STATEMENT = PrivacyStatement(
     neighbouring="add/remove",
     unit="document",
@@ -137,6 +140,22 @@ def release_size(config: Config, n_labels: int, n_records: int | None = None) ->
     return config.n_per_class * max(1, n_labels)
 
 
+def check_sizes(config: Config, n_labels: int, *, labels=None, backend=None) -> None:
+    """Refuse, before anything is charged or written, ``N`` above the public vocabulary's size, and arrays
+    that grow with ``n_features`` (random Fourier features over the embedding width and the vocabulary) or
+    with ``n_per_class`` (every label's keyphrase sequences) beyond the available memory."""
+    n_labels = max(1, n_labels)
+    vocabulary = len(_public_vocabulary(config.vocabulary))
+    if config.N > vocabulary:
+        raise ParameterError("N", config.N, f"must be <= the public vocabulary size ({vocabulary}); checked "
+                             "before anything is charged or written")
+    check_fits_memory("n_features", config.n_features,
+                      FLOAT_BYTES * config.n_features * (EMBEDDING_WIDTH + config.N + n_labels),
+                      "the random Fourier features of the embeddings and the per-class sketches")
+    check_fits_memory("n_per_class", config.n_per_class, FLOAT_BYTES * config.n_per_class * n_labels * config.L,
+                      f"the keyphrase sequences of {n_labels} label(s)")
+
+
 def _public_vocabulary(name: str) -> PhraseMatcher:
     words = english_vocabulary(10_000, remove_stop_words=True) if name == "english" else medical_vocabulary()
     return PhraseMatcher(words)
@@ -214,3 +233,9 @@ def synthesize(records: Records, config: Config, run, backend, seed_sequence: np
     epsilon, delta = ledger_guarantee(ledger)
     return Release(NAME, tuple(out), epsilon, delta, STATEMENT, config_dict(config), ledger=ledger,
                    public_rules=config.public_rules())
+
+
+METHOD = Method(name=NAME, title="DP-KPS (private keyphrase seeds)", Config=Config, statement=STATEMENT,
+                charges=charges, release_size=release_size, size_rule=SIZE_RULE, synthesize=synthesize,
+                smoke_rows=SMOKE_ROWS, smoke_max_rows=SMOKE_MAX_ROWS, check_sizes=check_sizes, backends=BACKENDS,
+                executors=EXECUTORS, takes_delta=TAKES_DELTA)

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from dpkit.data.selection import RowRule
-from dpkit.methods import METHODS
 from dpkit.methods.base import config_dict
 from dpkit.methods.budget import ledger_guarantee, open_ledger
+from dpkit.methods.registry import get_method
 from dpkit.methods.sizes import check_release_sizes
 from dpkit.privacy.ledger import PrivacyLedger
 
@@ -79,19 +79,19 @@ def release_plan(method_name: str, config, *, labels: Sequence[str] | None, labe
     the user declared (the number of records a replace-one release reads); ``backend``: the run's
     backend (private prediction's sizes are checked on its local model; None: the bundled one).
     """
-    method = METHODS[method_name]
+    method = get_method(method_name)
     rule = RowRule() if rule is None else rule
     declared_rows = declared_rows if declared_rows is not None else rule.declared_rows
     n_labels = len(labels) if labels is not None else (1 if labelled else 0)
     check_release_sizes(method_name, config, n_labels, labels=labels,  # a size that cannot run: refused
                         backend=backend)                               # before any charge
     rows = None
-    if not method.STATEMENT.per_record:  # replace-one: the release has one output per row read
+    if not method.statement.per_record:  # replace-one: the release has one output per row read
         rows = declared_rows if rule.kind != "prefix" or declared_rows is None else min(rule.limit, declared_rows)
     ledger = planned_ledger(method, config, n_labels, rows)
     n_texts = method.release_size(config, n_labels, rows)
-    texts_rule = method.SIZE_RULE
-    if labelled and method.STATEMENT.per_record:
+    texts_rule = method.size_rule
+    if labelled and method.statement.per_record:
         texts_rule = f"{n_texts // max(1, n_labels)} x the number of labels: {texts_rule}"
     return ReleasePlan(method_name, config, ledger, *ledger_guarantee(ledger), n_texts, texts_rule,
                        rule.to_dict())

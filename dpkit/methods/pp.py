@@ -21,9 +21,11 @@ import numpy as np
 
 from dpkit.methods.base import PrivacyStatement, Records, Release, check_inputs, config_dict
 from dpkit.methods.budget import ledger_guarantee, release_ledger
+from dpkit.methods.record import Method
 from dpkit.privpred.executors import check_executor
-from dpkit.privpred.pipeline import (MEMORY_FIELDS, PrivatePredictionConfig, generate_synthetic, pp_charge,
-                                     resolve_local_lm)
+from dpkit.privpred.llamacpp_engine import is_local_backend
+from dpkit.privpred.pipeline import (MEMORY_FIELDS, PrivatePredictionConfig, fitting_public_prompts,
+                                     generate_synthetic, pp_charge, resolve_local_lm)
 from dpkit.models.voice import BANNED_OPENINGS, DEFAULT_STOP
 from dpkit.privpred.prompts import PromptTemplate, document_template, get_template
 from dpkit.validate import ParameterError, check_int
@@ -148,6 +150,15 @@ def release_size(config: Config, n_labels: int, n_records: int | None = None) ->
     return config.n_batches * max(1, n_labels)
 
 
+def check_sizes(config: Config, n_labels: int, *, labels=None, backend=None) -> None:
+    """Refuse, before anything is charged or written, a public prompt of a label plus ``max_new_tokens``, or a
+    prompt at the record cap, beyond the local model's context (:func:`~dpkit.privpred.pipeline.
+    fitting_public_prompts`, the run's own check, on the model the run loads: ``backend``'s when it is the
+    local backend, else the bundled one)."""
+    lm = resolve_local_lm(backend if is_local_backend(backend) else None)
+    fitting_public_prompts(lm, template_for(config, n_labels > 0), config, labels)
+
+
 def synthesize(records: Records, config: Config, run, backend, seed_sequence: np.random.SeedSequence, *,
                executor=None) -> Release:
     """A private-prediction release of ``records``: one text per public batch index.
@@ -194,7 +205,13 @@ def public_rules(config: Config) -> dict[str, str]:
     }
 
 
-def check_backend(name: str | None) -> None:
-    """Private prediction decodes private prompts: only the local backend is allowed."""
-    if (name or "local") not in BACKENDS:
-        raise ParameterError("--backend", name, BACKEND_RULE)
+def variant_title(config: dict) -> str | None:
+    """The variant a release's configuration ran, as the report's title names it (none for the seed paper's)."""
+    return {"invisibleink": "InvisibleInk variant"}.get(str(config.get("variant")))
+
+
+METHOD = Method(name=NAME, title="Private prediction (private batched decoding)", Config=Config,
+                statement=STATEMENT, charges=charges, release_size=release_size, size_rule=SIZE_RULE,
+                synthesize=synthesize, smoke_rows=SMOKE_ROWS, smoke_max_rows=SMOKE_MAX_ROWS, check_sizes=check_sizes,
+                backends=BACKENDS, backend_rule=BACKEND_RULE, executors=EXECUTORS, takes_delta=TAKES_DELTA,
+                output_neutral=OUTPUT_NEUTRAL, variant=variant_title)

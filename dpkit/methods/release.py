@@ -25,24 +25,19 @@ from dpkit.data.selection import RowRule
 from dpkit.io import atomic_folder
 from dpkit.methods.base import Release
 from dpkit.methods.budget import composition_lines
+from dpkit.methods.registry import get_method, method_names
 from dpkit.privacy.contract import MEASURE_WORDS
 from dpkit.validate import ParameterError
 
 RELEASE_FILES = ("synthetic.jsonl", "privacy_report.md", "config.json")
-METHOD_TITLES = {"kps": "DP-KPS (private keyphrase seeds)", "pp": "Private prediction (private batched decoding)",
-                 "dpst": "DP-ST (private semantic triples)"}
-#: DP-ST's variants by the ``variant`` of its configuration, named in the report's title.
-DPST_VARIANTS = {"topic": "topic variant", "document": "document-level variant"}
-#: private prediction's variants named in the title (none for the seed paper's, the default)
-PP_VARIANTS = {"invisibleink": "InvisibleInk variant"}
 
 
 def method_title(release: Release) -> str:
-    """The report's title: the method's name, and for DP-ST and private prediction the variant its configuration
-    ran."""
-    title = METHOD_TITLES.get(release.method, release.method)
-    variant = {"dpst": DPST_VARIANTS, "pp": PP_VARIANTS}.get(release.method, {}).get(str(release.config.get("variant")))
-    return f"{title[:-1]}, {variant})" if variant else title
+    """The report's title: the method record's (:meth:`~dpkit.methods.record.Method.heading`, which names the
+    variant the configuration ran); a release of an unregistered method is titled by its name."""
+    if release.method not in method_names():
+        return release.method
+    return get_method(release.method).heading(release.config)
 
 
 def _mode_line(reproducible: bool) -> str:

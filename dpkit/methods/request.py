@@ -6,9 +6,9 @@ are selected by the method's public rule (:func:`rows_rule`, which reads the
 method's declared neighbouring relation) and read (:func:`read_rows`), and the
 release's planned ledger -- the method's declared charges -- is checked against
 the budget (:func:`dpkit.methods.planning.release_plan`) before anything is
-written. What the CLI needs to know about a method it reads from the method
-module by name: ``TAKES_DELTA``, ``BACKENDS``, ``EXECUTORS``, ``SMOKE_ROWS``,
-``SMOKE_MAX_ROWS`` (:mod:`dpkit.methods.base`).
+written. What the CLI needs to know about a method it reads from the method's
+record (:class:`~dpkit.methods.record.Method`, through :mod:`dpkit.methods.registry`):
+``takes_delta``, ``backends``, ``executors``, ``smoke_rows``, ``smoke_max_rows``.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from dpkit import backends
 from dpkit.data.selection import row_rule
 from dpkit.data.tables import RowLimitExceeded, label_set, parse_label_descriptions, parse_labels, read_table
-from dpkit.methods import METHODS, Records
-from dpkit.methods.base import config_dict
+from dpkit.methods.base import Records, config_dict
 from dpkit.methods.planning import ReleasePlan, release_plan
+from dpkit.methods.registry import all_methods, get_method
 from dpkit.methods.settings import overrides
 from dpkit.privacy.ledger import BudgetExceededError
 from dpkit.privpred.executors import make_executor
@@ -53,9 +53,9 @@ def build_config(args: argparse.Namespace, method):
     """The method's configuration from the flags, validated once: its defaults (or ``--smoke`` preset),
     then ``--config FILE``, then each ``--set key=value`` (:mod:`dpkit.methods.settings`), with the
     budget from ``--epsilon``/``--delta``. ParameterError names the flag or the key."""
-    if args.delta is not None and not method.TAKES_DELTA:
+    if args.delta is not None and not method.takes_delta:
         raise ParameterError("--delta", args.delta, f"does not apply to {args.method}: it is pure epsilon-DP "
-                             "(delta = 0); only pp takes --delta")
+                             f"(delta = 0); --delta applies to {_those(lambda m: m.takes_delta)} only")
     changes = overrides(method.Config, args.method, getattr(args, "set", None), getattr(args, "config", None))
     document_type = getattr(args, "document_type", None)
     if document_type is not None:
@@ -84,7 +84,7 @@ def build_config(args: argparse.Namespace, method):
 def plan_release(args: argparse.Namespace) -> ReleasePlan:
     """``--plan``: the configuration, the planned ledger (spend per mechanism), the composed guarantee and
     the number of texts, from the flags and the row count the user declares (``--rows``); reads no data."""
-    method = METHODS[args.method]
+    method = get_method(args.method)
     config = build_config(args, method)
     labels = parse_labels(args.labels) if args.labels is not None else None
     descriptions = parse_label_descriptions(args.labels) if args.labels is not None else None
@@ -126,7 +126,7 @@ def plan(args: argparse.Namespace) -> Plan:
     Returns a :class:`Plan`: method, records, config, public settings, params (what a
     resume must match), seed, backend, executor and the release plan.
     """
-    method = METHODS[args.method]
+    method = get_method(args.method)
     for flag in ("input", "text_column"):
         if getattr(args, flag, None) is None:
             raise ParameterError(f"--{flag.replace('_', '-')}", None, "is required (except with --plan)")
@@ -160,7 +160,7 @@ def plan(args: argparse.Namespace) -> Plan:
                 "model": args.model}
     if descriptions:  # recorded only when given, so the settings of earlier runs (and their resumes) are unchanged
         settings["label_descriptions"] = descriptions
-    neutral = getattr(method, "OUTPUT_NEUTRAL", ())  # recorded in config.json, but a resume may change them
+    neutral = method.output_neutral  # recorded in config.json, but a resume may change them
     params = dict(settings, method_config={k: v for k, v in config_dict(config).items() if k not in neutral},
                   epsilon=args.epsilon, delta=args.delta,
                   input_sha256=file_digest(args.input))
@@ -168,11 +168,10 @@ def plan(args: argparse.Namespace) -> Plan:
 
 
 def check_backend(args: argparse.Namespace, method) -> None:
-    """The backend must be one the method declares (``method.BACKENDS``); ParameterError names the flag."""
+    """The backend must be one the method declares (``method.backends``); ParameterError names the flag."""
     name = args.backend or "local"
-    if name not in method.BACKENDS:
-        raise ParameterError("--backend", args.backend, getattr(method, "BACKEND_RULE", None) or
-                             f"{args.method} runs on {', '.join(method.BACKENDS)} only")
+    if name not in method.backends:
+        raise ParameterError("--backend", args.backend, method.backend_refusal())
 
 
 def backend_of(args: argparse.Namespace):
@@ -187,13 +186,13 @@ def rows_rule(args: argparse.Namespace, method):
     public fraction: ``--sample-fraction``, or ``--limit N`` (and the smoke
     preset's limit) over the row count ``--rows M`` the user declares. Without
     a declared row count the smoke preset keeps every row (its sizes are the
-    method's, not the input's), up to the method's ``SMOKE_MAX_ROWS`` (more is
+    method's, not the input's), up to the method's ``smoke_max_rows`` (more is
     refused by :func:`read_rows`). Replace-one methods (dpst) keep the first N rows.
     """
-    per_record = method.STATEMENT.per_record
+    per_record = method.statement.per_record
     limit, rows = args.limit, getattr(args, "rows", None)
     if args.smoke and (not per_record or rows is not None):
-        limit = method.SMOKE_ROWS if limit is None else min(limit, method.SMOKE_ROWS)
+        limit = method.smoke_rows if limit is None else min(limit, method.smoke_rows)
     return row_rule(per_record=per_record, limit=limit, declared_rows=rows,
                     fraction=getattr(args, "sample_fraction", None), salt=getattr(args, "sample_salt", None),
                     max_rows=smoke_max_rows(args, method))  # stated in the report (RowRule.existence)
@@ -201,9 +200,9 @@ def rows_rule(args: argparse.Namespace, method):
 
 def smoke_max_rows(args: argparse.Namespace, method) -> int | None:
     """The public bound on the rows a ``--smoke`` run of an add/remove method reads (None: no bound)."""
-    if not args.smoke or not method.STATEMENT.per_record:
+    if not args.smoke or not method.statement.per_record:
         return None
-    return method.SMOKE_MAX_ROWS
+    return method.smoke_max_rows
 
 
 def read_rows(args: argparse.Namespace, method, rule):
@@ -219,7 +218,7 @@ def read_rows(args: argparse.Namespace, method, rule):
         raise ParameterError("--smoke", True, f"reads at most {bound} rows of {args.method}'s input (a public "
                              "bound on a smoke run's work), and more are selected: declare the input's row count "
                              f"with --rows M (the smoke preset then keeps each row with probability "
-                             f"min(1, {method.SMOKE_ROWS}/M)), give --sample-fraction F, or leave out "
+                             f"min(1, {method.smoke_rows}/M)), give --sample-fraction F, or leave out "
                              "--smoke") from None
     if not table.texts:  # the per-record rule kept nothing (identical rows are kept or dropped together)
         flag = "--sample-fraction" if getattr(args, "sample_fraction", None) is not None else "--rows"
@@ -230,16 +229,16 @@ def read_rows(args: argparse.Namespace, method, rule):
 
 
 def _executor(args: argparse.Namespace, method):
-    """The executor the flags ask for (None for the default), among ``method.EXECUTORS``; ParameterError
+    """The executor the flags ask for (None for the default), among ``method.executors``; ParameterError
     names the flag."""
     name = getattr(args, "executor", None)
     workers, address = getattr(args, "workers", None), getattr(args, "ray_address", None)
-    if not method.EXECUTORS:
+    if not method.executors:
         for flag, value in (("--executor", None if name == "local" else name), ("--workers", workers),
                             ("--ray-address", address)):
             if value is not None:
-                raise ParameterError(flag, value, f"applies to pp only ({args.method} decodes nothing private "
-                                     "in batches); leave it out")
+                raise ParameterError(flag, value, f"applies to {_those(lambda m: m.executors)} only ({args.method} "
+                                     "decodes nothing private in batches); leave it out")
         return None
     if name is None and (workers is not None or address is not None):
         raise ParameterError("--workers" if workers is not None else "--ray-address",
@@ -247,3 +246,9 @@ def _executor(args: argparse.Namespace, method):
     if name is None:
         return None
     return make_executor(name, workers, address, flags=True)
+
+
+def _those(has) -> str:
+    """The registered methods a rule applies to, named for an error message (``pp``; ``kps and pp``)."""
+    names = [name for name, method in all_methods().items() if has(method)]
+    return " and ".join(names) if names else "no method"

@@ -8,15 +8,20 @@ outputs, the statistics whose thresholds are searched.
 
 Each adapter module registers :class:`AuditSpec` objects; a spec builds its
 case for any claimed epsilon, so ``python -m dpkit audit run NAME --epsilon E``
-audits the mechanism *calibrated for* ``E``. Adapters whose method module is not
-importable are listed in :func:`unavailable` with the reason, never faked.
+audits the mechanism *calibrated for* ``E``. The adapter modules are the files
+of :mod:`dpkit.audit.mechanism.adapters` (:data:`ADAPTER_MODULES`, read from the
+folder: a new method's mechanisms are audited by adding one file there, and no
+list names it). Adapters whose method module is not importable are listed in
+:func:`unavailable` with the reason, never faked.
 """
 
 from __future__ import annotations
 
 import importlib
+import pkgutil
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Mapping
 
 import numpy as np
@@ -27,10 +32,9 @@ from dpkit.validate import ParameterError, check_in_range, check_int, check_posi
 __all__ = ["AuditCase", "AuditSpec", "register", "specs", "get", "unavailable", "run_audit",
            "ADAPTER_MODULES"]
 
-ADAPTER_MODULES = ("dpkit.audit.mechanism.adapters.core", "dpkit.audit.mechanism.adapters.kps",
-                   "dpkit.audit.mechanism.adapters.privpred", "dpkit.audit.mechanism.adapters.dpst",
-                   "dpkit.audit.mechanism.adapters.dpst_topic",
-                   "dpkit.audit.mechanism.adapters.broken", "dpkit.audit.mechanism.adapters.invisibleink")
+#: The adapter modules: every module of the ``adapters`` folder, by name (read from the folder, nothing imported).
+ADAPTER_MODULES = tuple(f"{__package__}.adapters.{module.name}" for module in
+                        sorted(pkgutil.iter_modules([str(Path(__file__).with_name("adapters"))]), key=lambda m: m.name))
 
 
 @dataclass

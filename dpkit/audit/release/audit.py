@@ -43,7 +43,7 @@ from dpkit.audit.release.fdp import gdp_epsilon_curve
 from dpkit.audit.release.roc import auroc, tpr_at_fpr
 from dpkit.audit.release.scorers import DEFAULT_SCORERS, scorer
 from dpkit.methods import Records
-from dpkit import methods  # its method modules load on first use (dpkit.methods.METHODS)
+from dpkit.methods.registry import get_method  # a method module loads on first use (PyTorch)
 from dpkit.validate import ParameterError, check_choice, check_in_range, check_int, check_positive
 
 
@@ -157,7 +157,7 @@ NEIGHBOURING = ("add/remove", "replace-one")
 
 def neighbouring_for(method: str) -> str:
     """The relation a dpkit method's claim is stated under: the one its charges declare (DP-ST: replace-one)."""
-    return methods.METHODS[method].STATEMENT.neighbouring
+    return get_method(method).statement.neighbouring
 
 
 def _part(canaries: Canaries, start: int, stop: int) -> Canaries:

@@ -35,6 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
+from dpkit.audit.release.canaries import echo_canaries, make_canaries
 from dpkit.audit.release.analysis import ANALYSES, analyse, randomized_response_scores
 from dpkit.audit.release.fdp import gdp_mu_of_randomized_response
 from dpkit.audit.release.roc import auroc, tpr_at_fpr
@@ -73,7 +74,6 @@ def randomized_response_rows(runs: int, epsilons=EPSILONS, canaries=CANARIES, se
 def text_rows(runs: int, m: int = TEXT_CANARIES, seed: int = 48) -> list[dict]:
     from dpkit.audit.release import zoo
     from dpkit.audit.release.audit import audit_release
-    from dpkit.audit.release.canaries import echo_canaries, make_canaries
     from dpkit.data.tables import label_set, read_table
     from dpkit.methods import Records
 

@@ -31,8 +31,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from dpkit import methods  # the method modules load on first use (PyTorch)
 from dpkit.backends.base import Backend
+from dpkit.methods.registry import get_method  # a method module loads on first use (PyTorch)
 from dpkit.validate import ParameterError
 
 
@@ -76,11 +76,12 @@ def copy_fraction(fraction: float = 0.1, seed=None):
 
 
 def method(name: str, epsilon: float, *, smoke: bool = True, backend=None, seed=None, **changes):
-    """dpkit method ``name`` (kps, pp, dpst) as a black box; ``backend=None``: :class:`EchoBackend`
-    for kps and dpst (pp needs the local model: ``backend`` is then ignored)."""
-    module = methods.METHODS[name]
+    """dpkit method ``name`` (a name of :mod:`dpkit.methods.registry`) as a black box; ``backend=None``:
+    :class:`EchoBackend` for a method that may run on an API backend (its model sees only privatized or public
+    text), else the method's own local model (private prediction)."""
+    module = get_method(name)
     config = _config(module, epsilon, smoke, changes)
-    if backend is None and name != "pp":
+    if backend is None and set(module.backends) - {"local"}:
         backend = EchoBackend()
 
     def synthesize(records):
