@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT))
 
 #: The held-out sets of data/HOLDOUT.md, in the order they were chosen.
 HELDOUT_SETS = ("medical", "commons_speeches", "online_questions", "everyday_situations", "everyday_problems",
-                "general_questions", "short_passages")
+                "general_questions", "short_passages", "question_collections")
 REAL_PER_LABEL = 8
 REAL_DRAWS = 10
 

@@ -10,6 +10,7 @@ from .health_tweets import load_health_tweets
 from .medical import load_medical_specialties
 from .news import load_news_articles
 from .questions import load_online_questions
+from .question_collections import load_question_collections
 from .general_questions import load_general_questions
 from .passages import load_short_passages
 from .problems import load_everyday_problems
@@ -28,10 +29,11 @@ LOADERS: dict[str, Callable[..., Dataset]] = {
     "everyday_problems": load_everyday_problems,
     "general_questions": load_general_questions,
     "short_passages": load_short_passages,
+    "question_collections": load_question_collections,
 }
 #: Data sets whose records are private (the unit of privacy is one of their texts).
 PRIVATE = ("medical", "rotten_tomatoes", "health_tweets", "commons_speeches", "online_questions",
-           "everyday_situations", "everyday_problems", "general_questions", "short_passages")
+           "everyday_situations", "everyday_problems", "general_questions", "short_passages", "question_collections")
 #: The public corpus, disjoint from every private data set.
 PUBLIC = ("news",)
 

@@ -46,7 +46,8 @@ DOCUMENT_TYPES = {"rotten_tomatoes": "one-sentence movie review", "health_tweets
                   "online_questions": "question someone asked online",
                   "everyday_situations": "short description of an everyday situation",
                   "everyday_problems": "short problem someone wants to solve",
-                  "general_questions": "short question", "short_passages": "short passage"}
+                  "general_questions": "short question", "short_passages": "short passage",
+                  "question_collections": "question"}
 #: Classes kept per data set (the largest ones): two wherever a data set has more.
 N_CLASSES = {"health_tweets": 2, "medical": 2}
 #: What every stored cell says it is (its ``note``).

@@ -130,6 +130,10 @@ KEYWORD_RULES = {
     "everyday_problems": KeywordRule(r"\d", "arithmetic", "practical", _REVIEW),
     "general_questions": KeywordRule(r"\?\s*$", "everyday", "encyclopedic", _REVIEW),
     "short_passages": KeywordRule(r"\b(?:you|your|we|our|us|information|data|personal)\b", "policy", "news", _REVIEW),
+    "question_collections": KeywordRule(r"\b(?:you|your|happens?|world|most|all|true|people|U\.S\.?|U\.K\.?)\b",
+                                        "truthfulqa", "narrativeqa", "ours, after reading 8 training texts per "
+                                        "label: TruthfulQA asks about the world at large and the reader, "
+                                        "NarrativeQA about named characters"),
 }
 
 
