@@ -15,7 +15,7 @@ independent release, not a seeded replay). Each run is followed by
     python -m dpkit evaluate --synthetic <run>/release/synthetic.jsonl --test test.csv \
         --real train.csv --text-column text --label-column label --json
 
-and the row of results (exit status, wall time, load average before and after, texts released,
+and the row of results (exit status, wall time, peak memory, load average before and after, texts released,
 balanced accuracy with its bootstrap interval, the real reference, assistant talk, short texts,
 k-NN precision/recall, real-vs-synthetic AUROC) is appended to ``<out>/results.jsonl`` at once.
 A rerun with the same ``--out`` skips the runs already recorded (it never re-spends a release).
@@ -63,14 +63,27 @@ def write_split(dataset: str, rows: int, folder: Path) -> tuple[Path, Path, dict
     return paths[0], paths[1], {"train_rows": len(train), "test_rows": len(test), "labels": list(names)}
 
 
-def run(command: list[str], timeout: float) -> tuple[object, str, float]:
+#: GNU time prints the child's peak resident memory (kB) on stderr after this tag.
+PEAK_TAG = "dpkit-peak-rss-kb="
+
+
+def run(command: list[str], timeout: float, peak: dict | None = None) -> tuple[object, str, float]:
+    """Run ``command``; (exit status, stdout or the error's tail, wall seconds). With ``peak`` (and GNU time at
+    /usr/bin/time) the child's peak resident memory in MB is stored in ``peak["peak_rss_mb"]``."""
+    timed = peak is not None and os.path.exists("/usr/bin/time")
+    if timed:
+        command = ["/usr/bin/time", "-f", PEAK_TAG + "%M", *command]
     start = time.perf_counter()
     try:
         proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
-        return proc.returncode, proc.stdout if proc.returncode == 0 else (proc.stderr or proc.stdout)[-400:], \
-            time.perf_counter() - start
     except subprocess.TimeoutExpired:
         return "timeout", f"stopped after {timeout:.0f} s", time.perf_counter() - start
+    wall = time.perf_counter() - start
+    stderr = proc.stderr
+    if timed and PEAK_TAG in stderr:
+        stderr, _, kb = stderr.rpartition(PEAK_TAG)
+        peak["peak_rss_mb"] = round(int(kb.split()[0]) / 1024, 1)
+    return proc.returncode, proc.stdout if proc.returncode == 0 else (stderr or proc.stdout)[-400:], wall
 
 
 def one(method: str, repeat: int, args, train: Path, test: Path, document_type: str) -> dict:
@@ -80,9 +93,10 @@ def one(method: str, repeat: int, args, train: Path, test: Path, document_type: 
              "--out", str(out)] + (["--smoke"] if args.smoke else []) + [
                  flag for setting in args.set for flag in ("--set", setting)]
     load_before = os.getloadavg()[0]
-    status, text, wall = run(synth, args.timeout)
+    peak: dict = {}
+    status, text, wall = run(synth, args.timeout, peak)
     row = {"method": method, "repeat": repeat, "status": status, "wall_s": round(wall, 1),
-           "load_before": round(load_before, 2), "load_after": round(os.getloadavg()[0], 2)}
+           "load_before": round(load_before, 2), "load_after": round(os.getloadavg()[0], 2), **peak}
     release = out / "release" / "synthetic.jsonl"
     if status != 0 or not release.exists():
         row["error"] = text.strip().splitlines()[-1] if text.strip() else ""

@@ -128,3 +128,21 @@ def test_an_unknown_variant_is_refused():
 
     with pytest.raises(ParameterError, match="variant"):
         dpsgd.step_mechanism(1.0, "clip_twice")
+
+
+def test_the_audit_report_audits_one_step_of_a_fine_tuning_run():
+    """An ft run's ledger (kind dpsgd) plans the DP-SGD step audit at one step's epsilon of the run's sigma and
+    q, and the audit of the correct step passes there."""
+    from dpkit.audit.report import audit_plan, run_audits
+    from dpkit.ft.accounting import DpSgdMechanism, dpsgd_epsilon
+
+    mechanism = DpSgdMechanism.for_target(8.0, 1e-6, 0.25, 12, 1.0)
+    contract = mechanism.contract().to_dict()
+    ((name, epsilon),) = audit_plan(contract)
+    assert name == "dpsgd_step"
+    assert epsilon == pytest.approx(dpsgd_epsilon(mechanism.noise_multiplier, 0.25, 1, 1e-5))
+    assert 0 < epsilon < 8.0
+    (row,) = run_audits({"entries": [{"label": "ft: DP-SGD training (12 steps)", "contract": contract}]},
+                        samples=20_000)
+    assert row["ledger entry"].startswith("ft:") and row["mechanism"] == "dpsgd_step" and not row["broken"]
+    assert row["passed"] and row["lower_bound"] <= row["claimed_epsilon"]

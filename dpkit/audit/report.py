@@ -24,7 +24,9 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from dpkit.audit.mechanism.adapters.dpsgd import DELTA as STEP_AUDIT_DELTA
 from dpkit.audit.mechanism.registry import audit_row
+from dpkit.ft.accounting import dpsgd_epsilon
 from dpkit.kps.rff import RandomFourierFeatures
 from dpkit.privacy.contract import KINDS
 from dpkit.privacy.ledger import Charge
@@ -268,7 +270,7 @@ RULES: dict[str, tuple[Callable, tuple[str, ...]]] = {
     "exponential": (_exponential, ("exponential",)),
     "noisy_top_k": (_noisy_top_k, ()),
     "gaussian": (_gaussian, ("gaussian",)),
-    "dpsgd": (_dpsgd, ()),
+    "dpsgd": (_dpsgd, ("dpsgd_step",)),
 }
 
 #: the kinds whose contract is a whole private-prediction run (``r`` tokens per batch, Theorem 1)
@@ -394,6 +396,9 @@ def audit_epsilon(contract: Mapping[str, Any]) -> float | None:
     p = _params(contract)
     if contract.get("kind") in _RUN_KINDS and p.get("s") and p.get("c") and p.get("tau"):
         return 2.0 * float(p["c"]) / (float(p["s"]) * float(p["tau"]))  # one private token
+    if contract.get("kind") == "dpsgd" and p.get("noise_multiplier") and p.get("sample_rate"):
+        # one step of the run: the subsampled Gaussian at the run's sigma and q, at the step audit's delta
+        return dpsgd_epsilon(float(p["noise_multiplier"]), float(p["sample_rate"]), 1, STEP_AUDIT_DELTA)
     return None
 
 
