@@ -38,12 +38,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import torch
+from transformers import AutoConfig
 
+from dpkit.ft.accounting import DpSgdMechanism
+from dpkit.ft.adapters import AdapterLM, parse_modules, prefix_text, state_from_text, state_to_text
+from dpkit.ft.dpsgd import StepPlan, train
 from dpkit.methods.base import PrivacyStatement, Records, Release, check_inputs, checkpoint, config_dict
 from dpkit.methods.budget import ledger_guarantee, release_ledger
 from dpkit.methods.record import Method
+from dpkit.models.lm import load_lm, prepare_bundled_lm
 from dpkit.models.voice import redraw_reason
 from dpkit.privacy.ledger import Charge
+from dpkit.privpred.llamacpp_engine import is_local_backend
+from dpkit.runs.generate import generate_records
 from dpkit.seeds import int_seed
 from dpkit.validate import ParameterError, check_in_range, check_int, check_positive, check_probability
 
@@ -120,8 +128,6 @@ class Config:
         check_int("adapter_layers", self.adapter_layers, minimum=1)
         check_int("lora_rank", self.lora_rank, minimum=1)
         check_positive("lora_alpha", self.lora_alpha)
-        from dpkit.ft.adapters import parse_modules
-
         parse_modules(self.lora_modules)
         check_int("max_text_tokens", self.max_text_tokens, minimum=1)
         check_int("max_chars", self.max_chars, minimum=1)
@@ -147,8 +153,6 @@ class Config:
 
     def mechanism(self):
         """The DP-SGD mechanism of this configuration, its noise calibrated to (epsilon, delta)."""
-        from dpkit.ft.accounting import DpSgdMechanism
-
         return DpSgdMechanism.for_target(self.epsilon, self.delta, self.sample_rate, self.steps, self.clip_norm)
 
     def public_rules(self) -> dict[str, str]:
@@ -192,10 +196,6 @@ def check_sizes(config: Config, n_labels: int, *, labels=None, backend=None) -> 
     configuration, not loaded)."""
     if backend is not None and not _is_local(backend):
         raise ParameterError("--backend", getattr(backend, "name", backend), BACKEND_RULE)
-    from transformers import AutoConfig
-
-    from dpkit.models.lm import prepare_bundled_lm
-
     layers = int(AutoConfig.from_pretrained(prepare_bundled_lm()).num_hidden_layers)
     if config.adapter_layers > layers:
         raise ParameterError("adapter_layers", config.adapter_layers, f"must be at most the bundled model's "
@@ -203,8 +203,6 @@ def check_sizes(config: Config, n_labels: int, *, labels=None, backend=None) -> 
 
 
 def _is_local(backend) -> bool:
-    from dpkit.privpred.llamacpp_engine import is_local_backend
-
     return backend == "local" or is_local_backend(backend) or _is_lm(backend)
 
 
@@ -216,8 +214,6 @@ def _is_lm(obj) -> bool:
 def training_lm(backend):
     """The local PyTorch model trained on the private records: the bundled one, the local backend's model, or a
     LocalLM-like object (a test's tiny model). API backends are refused by name."""
-    from dpkit.models.lm import load_lm
-
     if backend is None or backend == "local":
         return load_lm()
     if _is_lm(backend):
@@ -254,8 +250,6 @@ class _Sampler:
 def _sample(adapter, config: Config, run, label_set, prefixes, seed_sequence) -> dict[str, str]:
     """key ``text-c-i`` -> text: ``n_per_class`` per label (label by label, so every batch holds one label and
     a resumed run's batches start where the finished ones ended), then the public redraw rule."""
-    from dpkit.runs.generate import generate_records
-
     model = adapter.merged_model()
 
     def run_label(path, c: int, keys: list[str], desc: str) -> dict[str, str]:
@@ -294,11 +288,6 @@ def _latest_checkpoint(run) -> tuple[int, str] | None:
 
 def synthesize(records: Records, config: Config, run, backend, seed_sequence: np.random.SeedSequence) -> Release:
     """A DP fine-tuning release of ``records``: ``n_per_class`` texts per label, (epsilon, delta)-DP."""
-    import torch
-
-    from dpkit.ft.adapters import AdapterLM, parse_modules, prefix_text, state_from_text, state_to_text
-    from dpkit.ft.dpsgd import StepPlan, train
-
     check_inputs(records, config, Config, seed_sequence)
     lm = training_lm(backend)   # an API backend is refused here, before anything is charged
     ledger = release_ledger(run, config)
