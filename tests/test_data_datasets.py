@@ -189,7 +189,7 @@ def test_commons_speeches_keep_the_two_largest_parties_without_the_chair():
 def test_registry_names():
     assert set(LOADERS) == {"medical", "rotten_tomatoes", "health_tweets", "news", "commons_speeches",
                             "online_questions", "everyday_situations", "everyday_problems",
-                            "general_questions", "short_passages"}
+                            "general_questions", "short_passages", "question_collections"}
     assert set(PRIVATE) | set(PUBLIC) == set(LOADERS) and not set(PRIVATE) & set(PUBLIC)
     ds = load_dataset("medical", n_classes=3, max_per_class=10)
     assert ds.name == "medical" and len(ds.label_names) == 3
@@ -240,3 +240,11 @@ def test_rotten_tomatoes_n_classes():
     both = load_rotten_tomatoes(n_classes=2, max_per_class=5)
     assert both.label_names == ("negative", "positive")
     assert load_rotten_tomatoes(n_classes=1, max_per_class=5).label_names == ("positive",)
+
+
+def test_question_collections_are_labelled_by_collection_name_only():
+    from dpkit.data.question_collections import collection_counts
+
+    assert collection_counts() == {"narrativeqa": 2972, "truthfulqa": 817}
+    ds = load_dataset("question_collections", seed=0)
+    assert ds.label_names == ("narrativeqa", "truthfulqa") and len(ds.test_texts) == 757
