@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping
 
+from dpkit.privacy import PrivacyLedger
 from dpkit.privacy.ledger import Charge
 from dpkit.validate import ParameterError, check_probability
 
@@ -113,8 +114,6 @@ def crosscheck_ledger(ledger_data: Mapping[str, Any], delta: float | None = None
     when present the check is skipped and says so).
     """
     from dp_accounting import rdp
-
-    from dpkit.privacy import PrivacyLedger
 
     ledger = PrivacyLedger.from_dict(dict(ledger_data))
     delta = ledger.delta if delta is None else delta

@@ -20,6 +20,7 @@ import sys
 
 from dpkit import runtime
 from dpkit.audit.release import blackbox, method_run
+from dpkit.audit.release.audit import summary
 from dpkit.audit.release.scorers import DEFAULT_SCORERS
 from dpkit.backends.base import BackendError
 from dpkit.io import to_jsonable
@@ -114,8 +115,6 @@ def _release(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(to_jsonable(payload, nonfinite="string"), indent=2))
     else:
-        from dpkit.audit.release.audit import summary
-
         print(summary(payload))
         if payload.get("out"):
             print(f"(the full result: {payload['out']}/audit_result.json, or --json)")

@@ -28,7 +28,10 @@ from dpkit.audit.mechanism.adapters.dpsgd import DELTA as STEP_AUDIT_DELTA
 from dpkit.audit.mechanism.registry import audit_row
 from dpkit.ft.accounting import dpsgd_epsilon
 from dpkit.kps.rff import RandomFourierFeatures
+from dpkit.kps.vocabulary import max_l1_change
+from dpkit.privacy import PrivacyLedger
 from dpkit.privacy.contract import KINDS
+from dpkit.privacy.gaussian import gaussian_delta
 from dpkit.privacy.ledger import Charge
 from dpkit.validate import ParameterError
 
@@ -67,8 +70,6 @@ def _missing(contract: Mapping[str, Any], names) -> SensitivityCheck | None:
 
 
 def _vocabulary(contract: Mapping[str, Any]) -> SensitivityCheck:
-    from dpkit.kps.vocabulary import max_l1_change
-
     if (gap := _missing(contract, ["S"])) is not None:
         return gap
     S = int(_params(contract)["S"])
@@ -209,8 +210,6 @@ def _exponential(contract: Mapping[str, Any]) -> SensitivityCheck:
 
 
 def _gaussian(contract: Mapping[str, Any]) -> SensitivityCheck:
-    from dpkit.privacy.gaussian import gaussian_delta
-
     if (gap := _missing(contract, ["scale"])) is not None or not contract.get("epsilon"):
         return gap or SensitivityCheck(contract["mechanism"], contract["sensitivity"], None,
                                        "no (epsilon, delta) calibration stated", None)
@@ -311,8 +310,6 @@ def checklist(ledger_data: Mapping[str, Any], params: Mapping[str, Any] | None =
     released), ``tuning`` (how hyperparameters were chosen), ``delta`` and
     ``code`` (a version); what is missing is said to be missing, never guessed.
     """
-    from dpkit.privacy import PrivacyLedger
-
     params = dict(params or {})
     ledger = PrivacyLedger.from_dict(dict(ledger_data))  # re-derives every cost from its contract
     entries = ledger.entries

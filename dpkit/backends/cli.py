@@ -21,14 +21,14 @@ import sys
 from pathlib import Path
 
 from dpkit import runtime
+from dpkit.backends import BackendError, GenerationParams, PrivateTextError, get_backend
 from dpkit.models.named import LOCAL_MODEL_HELP, is_named
+from dpkit.privacy.marks import Public
 from dpkit.runs import Run, RunCorruptError, RunInUseError, generate_records
 from dpkit.validate import ParameterError, check_int
 
 
 def _generate(args: argparse.Namespace) -> int:
-    from dpkit.backends import BackendError, PrivateTextError
-
     try:
         job = _prepare(args)
     except (ParameterError, OSError, UnicodeDecodeError) as error:
@@ -54,9 +54,6 @@ def _reason(error: BaseException) -> str:
 
 def _prepare(args: argparse.Namespace):
     """Everything is validated, and the backend built, before the run folder is created."""
-    from dpkit.backends import GenerationParams, get_backend
-    from dpkit.privacy.marks import Public
-
     runtime.setup()
     path = Path(args.prompts)
     if not path.is_file():

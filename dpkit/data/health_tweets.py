@@ -7,6 +7,8 @@ import re
 import zipfile
 from functools import lru_cache
 
+import pandas as pd
+
 from .dataset import Dataset, check_split_args, class_counts, clean_records, split_largest_named_classes
 from .files import data_path
 from ..validate import ParameterError, check_int
@@ -19,8 +21,6 @@ _URL = re.compile(r"(?:h?t?tps?)?:/+\S*|\bhttps?:? ?(?:\u2026|\.\.\.)|\bwww\.\S+
 @lru_cache(maxsize=2)
 def _records(strip_urls: bool) -> tuple[tuple[str, str], ...]:
     """Cleaned, deduplicated ``(tweet, outlet)`` pairs in file order."""
-    import pandas as pd
-
     with zipfile.ZipFile(data_path("health_tweets")) as archive:
         with archive.open("healthtweets.csv") as handle:
             frame = pd.read_csv(handle, usecols=["source_id", "text"], dtype=str)

@@ -12,6 +12,8 @@ from __future__ import annotations
 import zipfile
 from functools import lru_cache
 
+import pandas as pd
+
 from .dataset import Dataset, check_split_args, clean_records, clean_text, split_dataset
 from ..validate import ParameterError, check_int
 from .files import data_path
@@ -22,8 +24,6 @@ LABEL_NAMES = ("news",)
 @lru_cache(maxsize=2)
 def _records(with_title: bool) -> tuple[str, ...]:
     """Cleaned, deduplicated article texts in file order."""
-    import pandas as pd
-
     with zipfile.ZipFile(data_path("news_articles")) as archive:
         with archive.open("NewsArticles.csv") as handle:
             frame = pd.read_csv(handle, usecols=["title", "text"], dtype=str)

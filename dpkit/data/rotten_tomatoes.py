@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections import Counter
 from functools import lru_cache
 
+import pandas as pd
+
 from .dataset import Dataset, check_split_args, clean_records, largest_classes, split_dataset
 from .files import data_path
 
@@ -16,8 +18,6 @@ _CATEGORY = {"rotten": 0, "fresh": 1}
 @lru_cache(maxsize=1)
 def _records() -> tuple[tuple[str, int], ...]:
     """Cleaned, deduplicated ``(snippet, label)`` pairs; plot summaries are left out."""
-    import pandas as pd
-
     frame = pd.read_csv(data_path("rotten_tomatoes"), usecols=["category", "text"])
     frame = frame[frame["category"].isin(list(_CATEGORY))]
     raw = zip(frame["text"].fillna("").astype(str), frame["category"].map(_CATEGORY))

@@ -31,7 +31,9 @@ import numpy as np
 
 from dpkit import runtime
 from dpkit.data import load_news_articles
+from dpkit.dpst.dedup import deduplicate_many
 from dpkit.dpst.index import BruteForceIndex, IndexFactory, VectorIndex
+from dpkit.dpst.triples import extract_triples_batch
 from dpkit.io import atomic_path
 from dpkit.models.embed import load_embedder
 from dpkit.validate import ParameterError, check_int
@@ -131,9 +133,6 @@ def build_triple_bank(texts: Sequence[str], embedder=None, dedup: bool = True, t
                       num_perm: int = 128, scorer="unigram", max_phrase_tokens: int = 8,
                       meta: dict | None = None) -> TripleBank:
     """Extract, deduplicate (near duplicates per document, exact ones across) and embed public triples."""
-    from dpkit.dpst.dedup import deduplicate_many
-    from dpkit.dpst.triples import extract_triples_batch
-
     per_doc = [[t.text for t in doc] for doc in extract_triples_batch(texts, max_phrase_tokens=max_phrase_tokens)]
     if dedup:  # near duplicates within a document (overlapping extractions), as for private text
         per_doc = deduplicate_many(per_doc, threshold=threshold, num_perm=num_perm, scorer=scorer)

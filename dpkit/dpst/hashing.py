@@ -13,6 +13,7 @@ from typing import Sequence
 
 import numpy as np
 
+from dpkit.dpst.corpus import TripleBank, cluster_bank
 from dpkit.validate import ParameterError, check_int
 
 
@@ -59,8 +60,6 @@ TOY_TRIPLES = (
 
 def toy_corpus(k: int = 6, seed: int = 0, dim: int = 32):
     """A 40-triple public corpus (our own sentences) embedded with :class:`HashEmbedder`."""
-    from dpkit.dpst.corpus import TripleBank, cluster_bank
-
     embedder = HashEmbedder(dim)
     bank = TripleBank(np.asarray(TOY_TRIPLES), embedder.encode(TOY_TRIPLES), {"source": "toy"})
     return cluster_bank(bank, k, seed=seed), embedder

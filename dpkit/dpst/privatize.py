@@ -64,6 +64,8 @@ import numpy as np
 
 from dpkit.dpst import mechanism
 from dpkit.dpst.corpus import TripleCorpus
+from dpkit.dpst.dedup import deduplicate_many
+from dpkit.dpst.triples import extract_triples_batch
 from dpkit.models.embed import load_embedder
 from dpkit.privacy import Charge, PrivacyContract, PrivacyLedger
 from dpkit.privacy.marks import Privatized, release_texts, require_marked
@@ -247,9 +249,6 @@ class DPST:
 
         Each document is cut at ``max_chars`` and parsed and tie-scored on its own.
         """
-        from dpkit.dpst.dedup import deduplicate_many
-        from dpkit.dpst.triples import extract_triples_batch
-
         texts = [text[:self.max_chars] for text in texts]
         found = [[t.text for t in triples] for triples in extract_triples_batch(texts, batch_size=1)]
         if not self.dedup:

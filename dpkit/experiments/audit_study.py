@@ -14,6 +14,8 @@ import pandas as pd
 from dpkit.audit.mechanism import registry
 from dpkit.audit.mechanism.registry import audit_row
 from dpkit.data import load_medical_specialties, medical_vocabulary
+from dpkit.dpst.hashing import HashEmbedder
+from dpkit.kps.pipeline import KPSConfig, fit_kps
 from dpkit.models.embed import load_embedder
 from dpkit.validate import ParameterError
 
@@ -55,13 +57,9 @@ def example_kps_run(seed: int = 0, real_embedder: bool = True, max_per_class: in
     Returns ``(ledger_dict, params)``. ``real_embedder=False`` uses the hashed
     bag-of-words embedder (public and deterministic) instead of MiniLM, for speed.
     """
-    from dpkit.kps.pipeline import KPSConfig, fit_kps
-
     if real_embedder:
         embedder = load_embedder()
     else:
-        from dpkit.dpst.hashing import HashEmbedder
-
         embedder = HashEmbedder()
     data = load_medical_specialties(n_classes=3, max_per_class=max_per_class, seed=seed)
     config = KPSConfig(epsilon=4.0, vocabulary_share=0.25, S=10, N=100, n_features=256)

@@ -33,9 +33,11 @@ from importlib import metadata
 import numpy as np
 
 from dpkit import runtime
+from dpkit.backends import get_backend
 from dpkit.data import load_dataset
 from dpkit.evaluation import evaluate
 from dpkit.experiments.compare import configs, method_of, per_class_subset, pp_decoding_key
+from dpkit.experiments.label_only import label_only_texts
 from dpkit.methods import Records
 from dpkit.models.embed import load_embedder
 from dpkit.seeds import generator, root_sequence
@@ -84,7 +86,6 @@ class LocalCells:
 
     def _models(self):
         if self._backend is None:
-            from dpkit.backends import get_backend  # PyTorch (the local backend)
             from dpkit.experiments.kps_corpora import MemoEmbedder  # PyTorch (DP-KPS)
 
             runtime.setup()
@@ -131,8 +132,6 @@ class LocalCells:
             texts = [records.texts[i] for i in subset]
             labels = [names[records.labels[i]] for i in subset]
         elif method == "label_only":  # the reference that reads no record: document type and label only
-            from dpkit.experiments.label_only import label_only_texts
-
             start = time.perf_counter()
             texts, index = label_only_texts(backend, DOCUMENT_TYPES.get(dataset, "short text"), names,
                                             self.preset.sizes.per_class, seed=seed,

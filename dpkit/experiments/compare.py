@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 from typing import Sequence
 
 import numpy as np
+from scipy import stats
 
 from dpkit import methods  # the method modules load PyTorch on first use, not on import (dpkit --help)
 from dpkit.validate import MAX_EPSILON, check_choice, check_int
@@ -164,8 +165,6 @@ def t_interval(values: Sequence[float], confidence: float = 0.95,
     With ``bounds`` the interval is clipped to that range: with 3 seeds a spread-out
     score's t interval can pass 1 (or 0), which no mean of scores can reach.
     """
-    from scipy import stats
-
     x = np.asarray([v for v in values if not np.isnan(v)], dtype=float)
     if len(x) == 0:
         return float("nan"), float("nan"), float("nan")

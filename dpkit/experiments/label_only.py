@@ -33,6 +33,7 @@ from typing import Sequence
 import numpy as np
 
 from dpkit.experiments.compare import t_interval
+from dpkit.models.voice import document_voice
 from dpkit.privacy.marks import Public
 from dpkit.validate import ParameterError, check_int
 
@@ -68,7 +69,6 @@ def label_only_texts(backend, document_type: str, label_texts: Sequence[str], pe
     seed for one prompt would give the same text). Each text is cut at the voice's stop sequences
     and loses a leading echo of the instruction, as private prediction's released texts do.
     """
-    from dpkit.models.voice import document_voice
     from dpkit.privpred.prompts import document_template
 
     per_class = check_int("per_class", per_class, minimum=1)

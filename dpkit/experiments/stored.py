@@ -38,6 +38,8 @@ import tempfile
 from pathlib import Path
 from typing import Sequence
 
+import pandas as pd
+
 from dpkit.experiments.cells import LocalCells
 from dpkit.experiments.compare import metric_interval, t_interval
 from dpkit.experiments.results import (PRESETS, PROVENANCE_KEYS, REAL, Preset, Sweep, cell_path, cell_problem,
@@ -144,8 +146,6 @@ def records_read(body: dict) -> int:
 
 def rows(cells: Sequence[dict]):
     """One row per stored cell: the cell, each metric with its bootstrap interval, wall time, provenance."""
-    import pandas as pd
-
     out = []
     for body in cells:
         dataset, method, epsilon, seed = cell_key(body)
@@ -182,8 +182,6 @@ def first_texts(cells: Sequence[dict], n: int = 3):
     One row per text: dataset, method, epsilon, seed, label, index (its place in the
     release), text.
     """
-    import pandas as pd
-
     out = []
     for body in cells:
         stored = texts_of(body)
@@ -227,8 +225,6 @@ def summarize(frame, columns: Sequence[str] = ("balanced_accuracy", "macro_f1", 
     Each data set also gets a ``majority class`` row (epsilon infinity) from the
     majority baseline of its ``real`` cells.
     """
-    import pandas as pd
-
     out = []
     for (dataset, method, epsilon), part in frame.groupby(["dataset", "method", "epsilon"], sort=True):
         row = {"dataset": dataset, "method": method, "epsilon": epsilon, "seeds": len(part)}

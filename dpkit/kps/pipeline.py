@@ -46,6 +46,7 @@ from dpkit.kps.sequences import (CHOICES, contrast_probabilities, draw_sequences
 from dpkit.kps.vocabulary import (PhraseMatcher, PrivateVocabulary, histogram_mechanism, noise_threshold,
                                   private_vocabulary)
 from dpkit.privacy import Charge, PrivacyLedger
+from dpkit.privacy.marks import release_texts
 from dpkit.validate import (ParameterError, check_choice, check_in_range, check_int, check_positive, check_rng,
                             check_unit_norm)
 
@@ -219,8 +220,6 @@ class KPSModel:
         """
         cached = self.__dict__.get("_marked_terms")
         if cached is None:
-            from dpkit.privacy.marks import release_texts
-
             if not self.charges:
                 raise ParameterError("model", "<no ledger entries>",
                                      "must come from fit_kps (which records the releases' ledger entries)")

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from dpkit.models.voice import REDRAW_REASONS, redraw_reason
 from dpkit.privacy.marks import Privatized, Public, compose_prompt, post_process, require_marked
 from dpkit.validate import ParameterError
 
@@ -142,8 +143,6 @@ def redraw_failed(texts: dict, terms: dict, generate, *, document_type: str, rou
     privatized keyphrases only, so the choice is a function of the release: it costs
     no budget. Returns ``(texts, redraws)``, ``redraws`` key -> the reasons of its redraws.
     """
-    from dpkit.models.voice import REDRAW_REASONS, redraw_reason
-
     texts = dict(texts)
     redraws: dict = {}
     rounds = int(rounds)

@@ -16,6 +16,9 @@ import argparse
 import json
 import sys
 
+from dpkit.privacy.private_prediction import (check_batch_size, max_private_tokens, private_prediction_guarantee,
+                                              token_grid)
+from dpkit.privacy.zcdp import epsilon_to_zcdp, zcdp_to_epsilon, zcdp_to_epsilon_bun_steinke
 from dpkit.validate import ParameterError, check_int, check_positive, check_probability
 
 _FLAGS = {"svt_sigma": "--svt-sigma", "batch_size": "--batch-size",
@@ -67,8 +70,6 @@ def _emit(result: dict, as_json: bool, lines: list[str]) -> int:
 
 
 def _zcdp_command(args: argparse.Namespace) -> int:
-    from dpkit.privacy.zcdp import epsilon_to_zcdp, zcdp_to_epsilon, zcdp_to_epsilon_bun_steinke
-
     try:
         delta = check_probability("delta", args.delta)
         if args.rho is not None:
@@ -93,9 +94,6 @@ def _zcdp_command(args: argparse.Namespace) -> int:
 
 
 def _private_prediction_command(args: argparse.Namespace) -> int:
-    from dpkit.privacy.private_prediction import (check_batch_size, max_private_tokens,
-                                                  private_prediction_guarantee, token_grid)
-
     try:
         delta = check_probability("delta", args.delta)
         s = check_batch_size(args.batch_size)

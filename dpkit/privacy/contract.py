@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Mapping
 
+from dpkit.privacy.zcdp import bounded_range_to_zcdp, pure_to_zcdp
 from dpkit.validate import ParameterError, check_choice, check_in_range, check_positive
 
 NEIGHBOURING_RELATIONS = ("add/remove", "replace-one")
@@ -207,8 +208,6 @@ class PrivacyContract:
         An approximate (epsilon, delta) guarantee has no zCDP cost; asking for
         one raises :class:`ParameterError` (ledgers compose those separately).
         """
-        from dpkit.privacy.zcdp import bounded_range_to_zcdp, pure_to_zcdp
-
         if self.measure == "pure":
             return pure_to_zcdp(self.epsilon)
         if self.measure == "bounded-range":

@@ -38,6 +38,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from dpkit.privacy._common import check_size
 from dpkit.validate import ParameterError, check_positive, check_rng
 
 _INT_LIMIT = 2 ** 52     # numerators and denominators of the rational parameters (int64 arithmetic)
@@ -169,8 +170,6 @@ def _discrete_laplace_rational(t: int, s: int, n: int, rng: np.random.Generator)
 
 
 def _check_size(size) -> tuple[int, ...]:
-    from dpkit.privacy._common import check_size
-
     return check_size(size)
 
 

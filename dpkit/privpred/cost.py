@@ -12,6 +12,9 @@ from __future__ import annotations
 import os
 import time
 
+import torch
+
+from dpkit.privpred.llamacpp_engine import is_llamacpp
 from dpkit.validate import check_int
 
 
@@ -28,16 +31,12 @@ def plain_seconds_per_token(lm, rendered_prompt: str, tokens: int) -> float:
 
     ``lm``: what :func:`dpkit.privpred.resolve_local_lm` returns (llama.cpp's engine or PyTorch's LocalLM).
     """
-    from dpkit.privpred.llamacpp_engine import is_llamacpp
-
     tokens = check_int("tokens", tokens, minimum=1)
     start = time.perf_counter()
     if is_llamacpp(lm):
         out = lm.llm.generate_ids([lm.llm.tokenize(rendered_prompt)], max_new_tokens=tokens, stop_at_end=False)
         assert len(out[0]) == tokens
     else:
-        import torch
-
         batch = lm.encode([rendered_prompt])
         with torch.inference_mode():
             lm.model.generate(**batch, max_new_tokens=tokens, min_new_tokens=tokens, do_sample=False)

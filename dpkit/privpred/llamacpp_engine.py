@@ -60,11 +60,12 @@ import numpy as np
 import torch
 
 from dpkit import runtime
+from dpkit.backends.local import resolve_runtime
 from dpkit.io import atomic_folder
 from dpkit.models.llamacpp import choose_threads, load_llamacpp
 from dpkit.models.llamacpp_batch import SequenceContext
 from dpkit.models.llamacpp_rows import LlamaCppGroup
-from dpkit.models.lm import LocalLM
+from dpkit.models.lm import LocalLM, _bundled_cache
 from dpkit.models.packages import SMOLLM2_GGUF, smollm2_gguf
 from dpkit.privpred.private_rows import PrivateRows, distinct_prompts
 from dpkit.validate import check_int
@@ -194,8 +195,6 @@ def is_llamacpp(lm) -> bool:
 def _bundled_tokenizer():
     """The bundled model's Hugging Face tokenizer: from the PyTorch copy when made, else read from the GGUF once
     and kept in the dpkit cache (no model weights are converted)."""
-    from dpkit.models.lm import _bundled_cache
-
     runtime.set_offline()
     for folder in (_bundled_cache(), runtime.cache_dir() / "smollm2-135m-instruct-tokenizer"):
         if (folder / "tokenizer.json").exists() or (folder / "tokenizer_config.json").exists():
@@ -265,8 +264,6 @@ def runtime_name(model=None, runtime: str | None = None) -> str:
     if is_llamacpp(model):
         return RUNTIME
     if model is None or model == "local":
-        from dpkit.backends.local import resolve_runtime
-
         return resolve_runtime(runtime)
     if is_local_backend(model):
         return RUNTIME if getattr(model, "runtime", "torch") == RUNTIME else "torch"

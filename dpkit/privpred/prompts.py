@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from dpkit.models.voice import strip_echo, voice_system
 from dpkit.validate import ParameterError
 
 
@@ -66,8 +67,6 @@ class PromptTemplate:
         text = self.output_prefix + generated
         if self.document_type is None:
             return text
-        from dpkit.models.voice import strip_echo
-
         return strip_echo(text, self.document_type, [label] if label else [])
 
 
@@ -155,8 +154,6 @@ def document_template(document_type: str, labelled: bool = True, *, prefill: str
     same frame around its own record; the public row asks for a document of the type and
     label without an example (document type and label name only: no private data).
     """
-    from dpkit.models.voice import voice_system
-
     if not isinstance(document_type, str) or not document_type.strip() or "{" in document_type \
             or "}" in document_type:
         raise ParameterError("document_type", document_type, "must be a non-empty description without braces")

@@ -23,6 +23,8 @@ from importlib import metadata
 from typing import Any, Mapping
 
 from dpkit import io as _io
+from dpkit.privacy import marks
+from dpkit.privacy.marks import Privatized, Public, is_sealed
 from dpkit.runs.errors import RunCorruptError
 from dpkit.validate import ParameterError
 
@@ -32,8 +34,6 @@ MARK_TAG = "__dpkit_mark__"
 
 
 def _mark_hook(key: bytes | None):
-    from dpkit.privacy.marks import Privatized, Public, is_sealed
-
     def hook(value: Any) -> Any:
         if isinstance(value, (Public, Privatized)):
             if not is_sealed(value):
@@ -74,8 +74,6 @@ def decode(value: Any, key: bytes | None = None) -> Any:
 
 
 def _decode_mark(value: dict, key: bytes | None) -> Any:
-    from dpkit.privacy import marks
-
     body = {k: value.get(k) for k in ("kind", "text", "provenance")}
     seal = value.get("seal")
     if (key is None or not isinstance(seal, str) or value.get(MARK_TAG) != 1

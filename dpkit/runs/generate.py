@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Mapping
 
+from dpkit.privacy.marks import Privatized, _completion, is_sealed
 from dpkit.runs.run import _items
 from dpkit.runtime import release_mode
 from dpkit.validate import check_int
@@ -60,8 +61,6 @@ def _marked_like(prompt: Any, text: Any) -> Any:
     one place a completion gets its mark (:func:`dpkit.kps.prompts.synthetic_example`
     accepts nothing else). Completions of other prompts stay plain text.
     """
-    from dpkit.privacy.marks import Privatized, _completion, is_sealed
-
     if isinstance(prompt, Privatized) and is_sealed(prompt) and isinstance(text, str):
         return _completion(prompt, str(text))
     return text

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from itertools import combinations
 
 import numpy as np
+from scipy import sparse
 
 from dpkit.audit.mechanism.events import FeatureEvent, SetEvent, jsonable
 from dpkit.audit.mechanism.stats import epsilon_lower_bound
@@ -213,8 +214,6 @@ class _Encoder:
         self.offsets = np.concatenate([[0], np.cumsum(self.widths)[:-1]])
 
     def __call__(self, X: np.ndarray):
-        from scipy import sparse
-
         codes = np.empty(X.shape, dtype=np.int64)
         for k, col in enumerate(X.T):
             if self.values[k] is not None:

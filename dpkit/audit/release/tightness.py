@@ -35,11 +35,14 @@ from pathlib import Path
 
 import numpy as np
 
+from dpkit.audit.release import zoo
+from dpkit.audit.release.audit import audit_release
 from dpkit.audit.release.canaries import echo_canaries, make_canaries
 from dpkit.audit.release.analysis import ANALYSES, analyse, randomized_response_scores
 from dpkit.audit.release.fdp import gdp_mu_of_randomized_response
 from dpkit.audit.release.roc import auroc, tpr_at_fpr
 from dpkit.io import atomic_write_text
+from dpkit.methods import Records
 
 EPSILONS = (1.0, 2.0, 4.0, 8.0)
 CANARIES = (1000, 10_000)
@@ -72,10 +75,7 @@ def randomized_response_rows(runs: int, epsilons=EPSILONS, canaries=CANARIES, se
 
 
 def text_rows(runs: int, m: int = TEXT_CANARIES, seed: int = 48) -> list[dict]:
-    from dpkit.audit.release import zoo
-    from dpkit.audit.release.audit import audit_release
     from dpkit.data.tables import label_set, read_table
-    from dpkit.methods import Records
 
     table = read_table(Path(__file__).resolve().parents[3] / "data" / "own_data_sample.csv", "text", "label")
     records = Records.from_strings(table.texts, table.labels, label_set(table.labels, None), declared=False)

@@ -31,7 +31,9 @@ from dataclasses import replace
 
 import numpy as np
 
+import dpkit.kps.pipeline as pipeline
 from dpkit.backends.base import Backend
+from dpkit.kps import vocabulary as vocab
 from dpkit.methods.registry import get_method  # a method module loads on first use (PyTorch)
 from dpkit.validate import ParameterError
 
@@ -104,8 +106,6 @@ def _config(module, epsilon: float, smoke: bool, changes: dict):
 
 def _raw_vocabulary(texts, vocabulary, S, N, eps_voc, rng, **options):
     """The bug: the input's own words ranked by their raw document counts, no noise."""
-    from dpkit.kps import vocabulary as vocab
-
     contract = vocab.private_vocabulary(texts, vocabulary, S, min(N, len(vocabulary)), eps_voc, rng).contract
     counts = Counter(w for t in texts for w in set(vocab.tokenize(t)) if w.isalpha() and len(w) > 3)
     ranked = sorted(counts, key=lambda w: (-counts[w], w))[:N]
@@ -114,8 +114,6 @@ def _raw_vocabulary(texts, vocabulary, S, N, eps_voc, rng, **options):
 
 @contextmanager
 def _patched_vocabulary():
-    import dpkit.kps.pipeline as pipeline
-
     real = pipeline.private_vocabulary
     pipeline.private_vocabulary = _raw_vocabulary
     try:

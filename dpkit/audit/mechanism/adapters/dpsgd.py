@@ -40,6 +40,7 @@ import numpy as np
 
 from dpkit.audit.mechanism.registry import AuditCase, AuditSpec, register
 from dpkit.audit.mechanism.tester import projection
+from dpkit.ft.accounting import DpSgdMechanism, calibrate_noise_multiplier
 from dpkit.validate import check_choice
 
 DELTA = 1e-5
@@ -77,8 +78,6 @@ def clip_rows(vectors: np.ndarray, clip: float) -> np.ndarray:
 
 def noise_multiplier_for(epsilon: float) -> float:
     """sigma such that one step at ``SAMPLE_RATE`` states ``epsilon`` at ``DELTA`` (PLD, add/remove)."""
-    from dpkit.ft.accounting import calibrate_noise_multiplier
-
     return calibrate_noise_multiplier(epsilon, DELTA, SAMPLE_RATE, 1)
 
 
@@ -108,8 +107,6 @@ def step_mechanism(sigma: float, variant: str = "correct"):
 
 def _case(epsilon: float, variant: str, base_gradient: np.ndarray, canary_gradient: np.ndarray,
           why: str) -> AuditCase:
-    from dpkit.ft.accounting import DpSgdMechanism
-
     sigma = noise_multiplier_for(epsilon)
     claim = DpSgdMechanism(sigma, SAMPLE_RATE, 1, DELTA, clip_norm=CLIP)
     d0 = np.tile(record(base_gradient), (BASE_RECORDS, 1))
