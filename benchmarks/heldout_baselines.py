@@ -124,7 +124,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     from dpkit import runtime
     from dpkit.backends import get_backend
-    from dpkit.experiments.results import git_commit, machine
+    from dpkit.experiments.provenance import git_commit, machine
     from dpkit.models.embed import load_embedder
 
     sets = [s.strip() for s in args.sets.split(",") if s.strip()]

@@ -93,7 +93,9 @@ def measure(cells_folder: Path, out: Path, old_commit: str, preset: str) -> None
     """Each old cell with today's text measures, to ``out`` (digest recomputed); a cell made from the
     ``git archive`` (no repository there, so no commit recorded) gets ``old_commit`` as its commit."""
     from dpkit.experiments.cells import DOCUMENT_TYPES, LocalCells
-    from dpkit.experiments.results import PRESETS, _digest, git_commit
+    from dpkit.experiments.presets import PRESETS
+    from dpkit.experiments.provenance import git_commit
+    from dpkit.experiments.sealing import content_digest
     from dpkit.models.embed import load_embedder
     from dpkit.textmetrics import measure_texts
 
@@ -114,7 +116,7 @@ def measure(cells_folder: Path, out: Path, old_commit: str, preset: str) -> None
                                                   document_type=DOCUMENT_TYPES[dataset], seed=seed)
         body["provenance"]["git_commit"] = body["provenance"].get("git_commit") or old_commit
         body["provenance"]["text_measures_commit"] = commit
-        body["digest"] = _digest(body)
+        body["digest"] = content_digest(body)
         (out / path.name).write_text(json.dumps(body, ensure_ascii=False, sort_keys=True, indent=1) + "\n")
 
 

@@ -44,7 +44,7 @@ def make_cells(args, document_types: dict):
     """LocalCells reading every data set with two classes and telling it ``document_types[name]``."""
     from dpkit.experiments import cells as cells_module
     from dpkit.experiments.compare import Sizes
-    from dpkit.experiments.results import Preset
+    from dpkit.experiments.presets import Preset
 
     sizes = Sizes(per_class=args.per_class, max_new_tokens=args.max_new_tokens, pp_per_class=args.pp_per_class,
                   pp_max_new_tokens=args.pp_max_new_tokens)

@@ -51,7 +51,7 @@ def _registrars():
 
 SUBCOMMAND_MODULES: list[str] = ["dpkit.privacy.cli", "dpkit.backends.cli", "dpkit.audit.cli", "dpkit.data.cli",
                                    "dpkit.methods.cli", "dpkit.experiments.evaluate_release",
-                                   "dpkit.experiments.results"]
+                                   "dpkit.experiments.cli"]
 
 
 def main(argv: list[str] | None = None) -> int:

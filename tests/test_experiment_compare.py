@@ -13,9 +13,13 @@ import math
 import pytest
 
 from dpkit.cli import main
-from dpkit.experiments import results
+from dpkit.experiments import cli as experiment_cli
+from dpkit.experiments import presets
+from dpkit.experiments.cell_files import cell_path, verifies
 from dpkit.experiments.compare import Sizes
-from dpkit.experiments.results import PROVENANCE_KEYS, Preset, Sweep, cell_path, verifies
+from dpkit.experiments.presets import Preset
+from dpkit.experiments.provenance import PROVENANCE_KEYS
+from dpkit.experiments.sweep import Sweep, cells_done, eta
 from dpkit.runs import RunInUseError
 
 TINY = Preset("tiny", ("toy",), (1.0, math.inf), (0, 1), Sizes(per_class=2), max_per_class=4, test_fraction=0.5,
@@ -125,10 +129,10 @@ def test_a_second_writer_of_the_same_folder_is_refused(tmp_path, monkeypatch, ca
         fake = FakeCells()
         with pytest.raises(RunInUseError, match="in use"):
             Sweep(TINY, tmp_path, fake, progress=lambda line: None).run()
-        monkeypatch.setitem(results.PRESETS, "tiny", TINY)
+        monkeypatch.setitem(presets.PRESETS, "tiny", TINY)
         import dpkit.experiments.cells as cells
 
-        monkeypatch.setattr(results, "LocalCells", lambda preset, model=None: fake)
+        monkeypatch.setattr(experiment_cli, "LocalCells", lambda preset, model=None: fake)
         assert main(["experiment", "compare", "--preset", "tiny", "--out", str(tmp_path)]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and "in use" in err[0]
@@ -150,35 +154,35 @@ def test_a_bad_preset_exits_2_with_one_line_and_writes_nothing(tmp_path, capsys)
 
 def test_the_command_writes_through_the_local_runner(tmp_path, monkeypatch, capsys):
     fake = FakeCells()
-    monkeypatch.setitem(results.PRESETS, "tiny", TINY)
+    monkeypatch.setitem(presets.PRESETS, "tiny", TINY)
     import dpkit.experiments.cells as cells
 
-    monkeypatch.setattr(results, "LocalCells", lambda preset, model=None: fake)
+    monkeypatch.setattr(experiment_cli, "LocalCells", lambda preset, model=None: fake)
     assert main(["experiment", "compare", "--preset", "tiny", "--out", str(tmp_path)]) == 0
     assert len(fake.calls) == len(list(TINY.cells())) and "cells written" in capsys.readouterr().out
-    assert len(results.cells_done(tmp_path, TINY)) == len(fake.calls)
+    assert len(cells_done(tmp_path, TINY)) == len(fake.calls)
 
 
 def test_without_out_the_cells_go_to_a_folder_named_after_the_preset(tmp_path, monkeypatch, capsys):
     fake = FakeCells()
-    monkeypatch.setitem(results.PRESETS, "tiny", TINY)
+    monkeypatch.setitem(presets.PRESETS, "tiny", TINY)
     import dpkit.experiments.cells as cells
 
-    monkeypatch.setattr(results, "LocalCells", lambda preset, model=None: fake)
+    monkeypatch.setattr(experiment_cli, "LocalCells", lambda preset, model=None: fake)
     monkeypatch.chdir(tmp_path)
     assert main(["experiment", "compare", "--preset", "tiny"]) == 0
-    assert len(results.cells_done(tmp_path / "results" / "compare" / "tiny", TINY)) == len(list(TINY.cells()))
+    assert len(cells_done(tmp_path / "results" / "compare" / "tiny", TINY)) == len(list(TINY.cells()))
 
 
 def test_the_medium_preset_keeps_the_realistic_data_sizes():
-    medium = results.PRESETS["medium"]
+    medium = presets.PRESETS["medium"]
     assert len(medium.datasets) == 2 and len(medium.seeds) >= 5 and set(medium.epsilons) == {1.0, 4.0, math.inf}
     assert round(medium.max_per_class * (1 - medium.test_fraction)) == 1000  # private training records per label
     assert round(medium.max_per_class * medium.test_fraction) == 200  # test texts per label
 
 
 def test_the_full_preset_has_the_issues_sizes():
-    full = results.PRESETS["full"]
+    full = presets.PRESETS["full"]
     assert len(full.datasets) == 2 and len(full.seeds) >= 5 and {1.0, 4.0, math.inf} <= set(full.epsilons)
     assert full.sizes.per_class >= 50 and full.sizes.max_new_tokens >= 48
     test_per_label = full.max_per_class * full.test_fraction
@@ -187,7 +191,7 @@ def test_the_full_preset_has_the_issues_sizes():
 
 
 def test_every_preset_but_the_smoke_run_and_the_model_probe_takes_five_seeds():
-    for name, preset in results.PRESETS.items():
+    for name, preset in presets.PRESETS.items():
         if name not in ("smoke", "model-probe"):
             assert len(preset.seeds) >= 5, name
 
@@ -198,7 +202,7 @@ def test_the_stored_full_run_holds_whole_seeds_and_one_data_set_at_five_seeds_fi
     from dpkit.experiments import stored
 
     cells = stored.load_cells(Path(__file__).resolve().parents[1] / "results" / "compare" / "full")
-    full = results.PRESETS["full"]
+    full = presets.PRESETS["full"]
     keys = {stored.cell_key(body) for body in cells}
     seeds = {seed for *_, seed in keys}
     assert keys == {c for c in full.cells() if c[3] in seeds} and len(seeds) >= 3  # whole seeds of the preset
@@ -214,10 +218,10 @@ def test_a_subset_of_data_sets_runs_only_their_cells_and_a_bad_name_exits_2(tmp_
     fake = FakeCells()
     two = Preset("two", ("toy", "other"), (1.0,), (0,), Sizes(per_class=2), max_per_class=4, test_fraction=0.5,
                  methods=("kps",))
-    monkeypatch.setitem(results.PRESETS, "two", two)
+    monkeypatch.setitem(presets.PRESETS, "two", two)
     import dpkit.experiments.cells as cells
 
-    monkeypatch.setattr(results, "LocalCells", lambda preset, model=None: fake)
+    monkeypatch.setattr(experiment_cli, "LocalCells", lambda preset, model=None: fake)
     assert main(["experiment", "compare", "--preset", "two", "--datasets", "toy,bogus", "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--datasets" in err[0] and "bogus" in err[0] and fake.calls == []
@@ -244,10 +248,10 @@ def test_a_cell_stores_its_note_texts_and_text_measures_and_the_command_remakes_
 
 def test_a_subset_of_methods_runs_only_their_cells_and_a_bad_name_exits_2(tmp_path, monkeypatch, capsys):
     fake = FakeCells()
-    monkeypatch.setitem(results.PRESETS, "tiny", TINY)
+    monkeypatch.setitem(presets.PRESETS, "tiny", TINY)
     import dpkit.experiments.cells as cells
 
-    monkeypatch.setattr(results, "LocalCells", lambda preset, model=None: fake)
+    monkeypatch.setattr(experiment_cli, "LocalCells", lambda preset, model=None: fake)
     assert main(["experiment", "compare", "--preset", "tiny", "--methods", "kps,bogus", "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--methods" in err[0] and "bogus" in err[0] and fake.calls == []
@@ -258,8 +262,6 @@ def test_a_subset_of_methods_runs_only_their_cells_and_a_bad_name_exits_2(tmp_pa
 
 
 def test_progress_lines_carry_an_eta(tmp_path):
-    from dpkit.experiments.results import eta
-
     lines = []
     Sweep(TINY, tmp_path, FakeCells(), progress=lines.append).run()
     assert lines and all("min elapsed" in line for line in lines)
@@ -285,15 +287,15 @@ def test_cells_of_another_model_are_made_again(tmp_path):
 
 def test_a_model_gets_its_own_default_folder(tmp_path, monkeypatch):
     fake = FakeCells(model="Qwen2.5-Coder-1.5B-Instruct")
-    monkeypatch.setitem(results.PRESETS, "tiny", TINY)
+    monkeypatch.setitem(presets.PRESETS, "tiny", TINY)
     import dpkit.experiments.cells as cells
 
-    monkeypatch.setattr(results, "LocalCells", lambda preset, model=None: fake)
+    monkeypatch.setattr(experiment_cli, "LocalCells", lambda preset, model=None: fake)
     monkeypatch.chdir(tmp_path)
     assert main(["experiment", "compare", "--preset", "tiny", "--model", "qwen2.5-coder-1.5b"]) == 0
     folder = tmp_path / "results" / "compare" / "tiny-qwen2.5-coder-1.5b"
-    assert len(results.cells_done(folder, TINY)) == len(list(TINY.cells()))
-    assert results._slug("/x/My Model.Q4_K_M.gguf") == "my-model.q4_k_m"
+    assert len(cells_done(folder, TINY)) == len(list(TINY.cells()))
+    assert experiment_cli._slug("/x/My Model.Q4_K_M.gguf") == "my-model.q4_k_m"
 
 
 def test_a_missing_named_model_exits_2_before_any_folder(tmp_path, monkeypatch, capsys):
@@ -305,7 +307,7 @@ def test_a_missing_named_model_exits_2_before_any_folder(tmp_path, monkeypatch, 
 
     monkeypatch.setattr(named, "package_dir", missing)
     monkeypatch.setenv("DPKIT_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setitem(results.PRESETS, "tiny", TINY)
+    monkeypatch.setitem(presets.PRESETS, "tiny", TINY)
     monkeypatch.chdir(tmp_path)
     assert main(["experiment", "compare", "--preset", "tiny", "--model", "qwen2.5-coder-1.5b"]) == 2
     assert "make model-qwen" in capsys.readouterr().err and not (tmp_path / "results").exists()
@@ -316,10 +318,10 @@ def test_later_sizes_keep_earlier_cells_current_and_reach_the_method_config():
     value than the one every earlier cell was made at; the value reaches the method's Config."""
     from dpkit.experiments.compare import configs
 
-    for field, earlier in results.LATER_SIZES.items():
+    for field, earlier in presets.LATER_SIZES.items():
         assert getattr(Sizes(), field) == earlier
         assert field not in TINY.public_sizes()["sizes"]
-    general = results.get_preset("holdout-general")
+    general = presets.get_preset("holdout-general")
     assert general.public_sizes()["sizes"]["pp_no_repeat_ngram"] == 3
     assert general.public_sizes()["sizes"]["dpst_variant"] == "topic"
     assert configs(8.0, Sizes(), document_type="x")["pp"].no_repeat_ngram == 0          # as stored cells were made
@@ -328,4 +330,19 @@ def test_later_sizes_keep_earlier_cells_current_and_reach_the_method_config():
     from pathlib import Path
     for path in (Path(__file__).resolve().parents[1] / "results" / "compare").glob("*/*.json"):
         sizes = json.loads(path.read_text()).get("sizes", {}).get("sizes", {})
-        assert all(sizes.get(f, object()) != v for f, v in results.LATER_SIZES.items()), path
+        assert all(sizes.get(f, object()) != v for f, v in presets.LATER_SIZES.items()), path
+
+
+def test_the_former_module_resolves_each_moved_name_with_a_warning_naming_its_new_module():
+    import importlib
+
+    from dpkit.experiments import results
+
+    shown = {"PRESETS", "REAL", "Preset", "Sweep", "cell_path", "verifies", "integrity_problem", "git_commit"}
+    assert shown <= set(results.MOVED)
+    for name, (module, new_name) in results.MOVED.items():
+        with pytest.warns(DeprecationWarning, match=f"results.{name} is now {module}.{new_name}"):
+            value = getattr(results, name)
+        assert value is getattr(importlib.import_module(module), new_name)
+    with pytest.raises(AttributeError):
+        results.no_such_name

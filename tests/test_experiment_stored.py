@@ -1,7 +1,7 @@
 """Stored comparison cells: the loader refuses what does not verify, the summary gives intervals over
 seeds, and the slice check of the comparison chapter fails when a stored row does not reproduce.
 
-The cells are written by :class:`~dpkit.experiments.results.Sweep` through a
+The cells are written by :class:`~dpkit.experiments.sweep.Sweep` through a
 deterministic fake runner (no model, no data): a re-run reproduces every cell
 exactly, as a seeded re-run on one machine does.
 """
@@ -13,10 +13,12 @@ import math
 
 import pytest
 
-from dpkit.experiments import results, stored
+from dpkit.experiments import presets, sealing, stored
+from dpkit.experiments.cell_files import cell_path
 from dpkit.experiments.compare import Sizes
-from dpkit.experiments.results import Preset, Sweep, cell_path
+from dpkit.experiments.presets import Preset
 from dpkit.experiments.stored import StoredResultError
+from dpkit.experiments.sweep import Sweep
 
 TINY = Preset("tiny", ("toy",), (1.0, math.inf), (0, 1, 2), Sizes(per_class=2), max_per_class=4,
               test_fraction=0.5, methods=("kps", "dpst"))
@@ -36,7 +38,7 @@ def fake_cell(dataset, method, epsilon, seed):
 
 @pytest.fixture
 def folder(tmp_path, monkeypatch):
-    monkeypatch.setitem(results.PRESETS, "tiny", TINY)
+    monkeypatch.setitem(presets.PRESETS, "tiny", TINY)
     out = tmp_path / "tiny"
     Sweep(TINY, out, fake_cell, progress=lambda line: None).run()
     return out
@@ -46,8 +48,8 @@ def _rewrite(path, change, *, fix_digest):
     body = json.loads(path.read_text())
     change(body)
     if fix_digest:  # as the writer would: digest and seal (under this user's results key) recomputed
-        body["digest"] = results._digest(body)
-        body["seal"] = results.seal(body, results.results_key())
+        body["digest"] = sealing.content_digest(body)
+        body["seal"] = sealing.seal(body, sealing.results_key())
     path.write_text(json.dumps(body))
 
 
@@ -127,7 +129,7 @@ def test_the_stored_smoke_reference_cell_reproduces_through_the_local_runner(tmp
     # the real-data cell runs the embedder and the classifier, not the LLM: a seeded re-run is exact here
     cells = {stored.cell_key(b): b for b in stored.load_cells(stored.default_root() / "smoke")}
     cell = ("rotten_tomatoes", "real", math.inf, 0)
-    again = stored.rerun_slice(results.PRESETS["smoke"], [cell], out=tmp_path / "slice")
+    again = stored.rerun_slice(presets.PRESETS["smoke"], [cell], out=tmp_path / "slice")
     assert stored.disagreements(cells[cell], again[cell]) == []
     assert again[cell]["metrics"]["balanced_accuracy"] == cells[cell]["metrics"]["balanced_accuracy"]
 
@@ -147,7 +149,7 @@ def with_texts(dataset, method, epsilon, seed):
 
 
 def test_first_texts_are_the_first_of_each_label_of_each_cell(tmp_path, monkeypatch):
-    monkeypatch.setitem(results.PRESETS, "tiny", TINY)
+    monkeypatch.setitem(presets.PRESETS, "tiny", TINY)
     Sweep(TINY, tmp_path, with_texts, progress=lambda line: None).run()
     cells = stored.load_cells(tmp_path)
     frame = stored.rows(cells)

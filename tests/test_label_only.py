@@ -102,7 +102,7 @@ def test_gains_over_label_only_per_data_set_method_and_epsilon():
 
 
 def test_label_only_cells_are_one_per_data_set_and_seed():
-    from dpkit.experiments.results import LABEL_ONLY, REAL, get_preset, parse_methods
+    from dpkit.experiments.presets import LABEL_ONLY, REAL, get_preset, parse_methods
     from dataclasses import replace
 
     assert parse_methods("kps,label_only") == ("kps", LABEL_ONLY)
@@ -119,7 +119,7 @@ def test_a_label_only_cell_reads_no_record_and_is_scored_as_a_release(monkeypatc
     from dataclasses import replace
 
     from dpkit.experiments.cells import LocalCells
-    from dpkit.experiments.results import LABEL_ONLY, get_preset
+    from dpkit.experiments.presets import LABEL_ONLY, get_preset
 
     backend = _Echo()
     monkeypatch.setattr(dpkit.backends, "get_backend", lambda *a, **k: backend)

@@ -396,7 +396,7 @@ def test_the_release_audit_does_not_refute_a_whole_invisibleink_release():
 
 def test_the_comparison_has_an_invisibleink_row():
     from dpkit.experiments.compare import Sizes, configs, method_of
-    from dpkit.experiments.results import parse_methods
+    from dpkit.experiments.presets import parse_methods
 
     assert parse_methods("pp,pp_ink") == ("pp", "pp_ink") and method_of("pp_ink") == "pp"
     for epsilon in (1.0, 4.0):

@@ -16,15 +16,17 @@ import math
 import pytest
 
 from dpkit.cli import main
-from dpkit.experiments import results, stored
-from dpkit.experiments.results import Sweep, cell_path
+from dpkit.experiments import cli as experiment_cli
+from dpkit.experiments import presets, sealing, stored
+from dpkit.experiments.cell_files import cell_path
+from dpkit.experiments.sweep import Sweep
 from test_experiment_compare import TINY, FakeCells
 
 
 @pytest.fixture
 def cache(tmp_path, monkeypatch):
     monkeypatch.setenv("DPKIT_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setitem(results.PRESETS, "tiny", TINY)
+    monkeypatch.setitem(presets.PRESETS, "tiny", TINY)
     return tmp_path / "cache"
 
 
@@ -32,18 +34,18 @@ def _edit(path, *, redigest):
     body = json.loads(path.read_text())
     body["metrics"]["balanced_accuracy"]["estimate"] = 0.99
     if redigest:
-        body["digest"] = results._digest(body)   # what an editor without the key can recompute
+        body["digest"] = sealing.content_digest(body)   # what an editor without the key can recompute
     path.write_text(json.dumps(body))
 
 
 def test_cells_are_sealed_under_a_key_outside_the_folder(cache, tmp_path):
     out = tmp_path / "cells"
     Sweep(TINY, out, FakeCells(), progress=lambda line: None).run()
-    key = (cache / results.KEY_NAME).read_bytes()
+    key = (cache / sealing.KEY_NAME).read_bytes()
     body = json.loads(cell_path(out, "toy", "kps", 1.0, 0).read_text())
-    assert body["seal"] == results.seal(body, key) and body["seal"]["key_id"] == results.key_id(key)
+    assert body["seal"] == sealing.seal(body, key) and body["seal"]["key_id"] == sealing.key_id(key)
     assert not list(out.glob("*.key")) and key.hex() not in "".join(p.read_text() for p in out.glob("*.json"))
-    assert (cache / results.KEY_NAME).stat().st_mode & 0o077 == 0
+    assert (cache / sealing.KEY_NAME).stat().st_mode & 0o077 == 0
 
 
 def test_probe41_an_edit_with_a_recomputed_digest_is_refused(cache, tmp_path):
@@ -67,9 +69,7 @@ class _CLICells(FakeCells):
 @pytest.mark.parametrize("redigest", [False, True])
 def test_probe40_compare_refuses_a_failing_cell_naming_it_and_remakes_it_only_when_asked(
         cache, tmp_path, monkeypatch, capsys, redigest):
-    import dpkit.experiments.results as results_module
-
-    monkeypatch.setattr(results_module, "LocalCells", _CLICells)
+    monkeypatch.setattr(experiment_cli, "LocalCells", _CLICells)
     out = tmp_path / "cells"
     command = ["experiment", "compare", "--preset", "tiny", "--out", str(out)]
     assert main(command) == 0

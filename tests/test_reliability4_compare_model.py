@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-import dpkit.experiments.results as results
+import dpkit.experiments.cli as experiment_cli
 from dpkit.cli import main
 from dpkit.models.named import check_local_model
 from dpkit.validate import ParameterError
@@ -20,7 +20,7 @@ def test_x4_a_missing_model_is_refused_before_any_cell_or_folder(tmp_path, monke
     def no_cells(*a, **k):
         raise AssertionError("a cell was set up before --model was checked")
 
-    monkeypatch.setattr(results, "LocalCells", no_cells)
+    monkeypatch.setattr(experiment_cli, "LocalCells", no_cells)
     out = tmp_path / "cells"
     assert main(["experiment", "compare", "--preset", "smoke", "--model", model, "--out", str(out)]) == 2
     err = capsys.readouterr().err.strip()

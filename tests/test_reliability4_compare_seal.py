@@ -16,22 +16,24 @@ import math
 import pytest
 
 from dpkit.cli import main
-from dpkit.experiments import results, stored
-from dpkit.experiments.results import Sweep, cell_path
+from dpkit.experiments import cli as experiment_cli
+from dpkit.experiments import presets, sealing, stored
+from dpkit.experiments.cell_files import cell_path
+from dpkit.experiments.sweep import Sweep
 from test_experiment_compare import TINY, FakeCells
 
 
 @pytest.fixture
 def cache(tmp_path, monkeypatch):
     monkeypatch.setenv("DPKIT_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setitem(results.PRESETS, "tiny", TINY)
+    monkeypatch.setitem(presets.PRESETS, "tiny", TINY)
     return tmp_path / "cache"
 
 
 def _forge(path, how):
     body = json.loads(path.read_text())
     body["metrics"]["balanced_accuracy"]["estimate"] = 0.99
-    body["digest"] = results._digest(body)           # what an editor without the key can recompute
+    body["digest"] = sealing.content_digest(body)           # what an editor without the key can recompute
     if how == "seal deleted":                       # X8
         del body["seal"]
     else:                                           # X9
@@ -46,7 +48,7 @@ def test_x8_x9_a_cell_that_lost_its_seal_is_refused_by_load_cells_and_compare(ca
         def __init__(self, preset, model=None):
             super().__init__()
 
-    monkeypatch.setattr(results, "LocalCells", _CLICells)
+    monkeypatch.setattr(experiment_cli, "LocalCells", _CLICells)
     out = tmp_path / "cells"
     command = ["experiment", "compare", "--preset", "tiny", "--out", str(out)]
     assert main(command) == 0
@@ -68,9 +70,9 @@ def test_x8_x9_a_cell_that_lost_its_seal_is_refused_by_load_cells_and_compare(ca
 def test_the_record_of_sealed_cells_lives_in_the_cache_not_in_the_folder(cache, tmp_path):
     out = tmp_path / "cells"
     Sweep(TINY, out, FakeCells(), progress=lambda line: None).run()
-    key = (cache / results.KEY_NAME).read_bytes()
+    key = (cache / sealing.KEY_NAME).read_bytes()
     names = {p.name for p in out.glob("*.json")}
-    assert results.sealed_here(out, key) == names and (cache / results.SEALED_CELLS).is_file()
+    assert sealing.sealed_here(out, key) == names and (cache / sealing.SEALED_CELLS).is_file()
     assert not {p.name for p in out.iterdir()} - names - {".lock"}
 
 

@@ -8,7 +8,7 @@ it fewer; DP-ST privatizes ``per_class`` records per label, one output each).
 :func:`configs` turns them into each method's public Config at an epsilon;
 :func:`summarize` and :func:`t_interval` give means over seeds with 95%
 Student-t intervals. ``dpkit experiment compare``
-(:mod:`dpkit.experiments.results`) runs the comparison through each method's
+(:mod:`dpkit.experiments.cli`) runs the comparison through each method's
 own ``synthesize``.
 
 epsilon = infinity is the *non-private run of each pipeline*: the same code at

@@ -8,11 +8,11 @@ under this user's results key whose seal does not match (an edit that
 recomputed the digest), a cell this user sealed that lost its seal (removed, or its key id
 changed; the cache records which cells each key sealed), a cell written at other sizes than its preset's,
 missing provenance. Cells sealed elsewhere (the committed results) are checked
-by their digest only (see :mod:`dpkit.experiments.results`). A chapter therefore never
+by their digest only (see :mod:`dpkit.experiments.sealing`). A chapter therefore never
 plots a row that was edited by hand or written by other code.
 
 :func:`rerun_slice` runs some stored cells again through the same code path as
-the command (:class:`~dpkit.experiments.results.Sweep` with
+the command (:class:`~dpkit.experiments.sweep.Sweep` with
 :class:`~dpkit.experiments.cells.LocalCells`) into a scratch folder, and
 :func:`disagreements` compares each re-run with its stored row: a metric
 agrees when the re-run's estimate lies inside the stored cell's 95% bootstrap
@@ -42,8 +42,11 @@ import pandas as pd
 
 from dpkit.experiments.cells import LocalCells
 from dpkit.experiments.compare import metric_interval, t_interval
-from dpkit.experiments.results import (PRESETS, PROVENANCE_KEYS, REAL, Preset, Sweep, cell_path, cell_problem,
-                                      results_key, sealed_here)
+from dpkit.experiments.cell_files import cell_path, cell_problem
+from dpkit.experiments.presets import PRESETS, REAL, Preset
+from dpkit.experiments.provenance import PROVENANCE_KEYS
+from dpkit.experiments.sealing import results_key, sealed_here
+from dpkit.experiments.sweep import Sweep
 
 #: presets from the largest to the smallest: a chapter plots the first one that has stored cells
 PRESET_ORDER = ("full", "medium", "paired-small", "book", "smoke")

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Sequence
 
 from dpkit.experiments import stored
-from dpkit.experiments.results import integrity_problem
+from dpkit.experiments.sealing import integrity_problem
 
 METHODS = {"kps": "DP-KPS", "pp": "private prediction", "dpst": "DP-ST"}
 #: the ceiling on assistant talk with the noise off (at most 5% of a method's texts)
