@@ -34,6 +34,7 @@ from dpkit.backends.base import Backend, GenerationParams
 from dpkit.backends.cache import ResponseCache
 from dpkit.backends.guard import require_sendable
 from dpkit.models.named import display_name, resolve_model
+from dpkit.models.packages import BUNDLED_LM
 from dpkit.privacy.marks import is_sealed
 from dpkit.validate import ParameterError, check_int
 
@@ -106,8 +107,6 @@ class LocalBackend(Backend):
     def __init__(self, model: str | None = None, device: str | None = None, *, batch_size: int = 8,
                  cache: ResponseCache | None = None, strict: bool = False, lm: Any = None,
                  runtime: str | None = None):
-        from dpkit.models.lm import BUNDLED_LM
-
         self.batch_size = check_int("batch_size", batch_size, minimum=1)
         shown = display_name(model)
         model = resolve_model(model, "model")  # a named model -> its file (or None: the bundled one); exit 2 if missing

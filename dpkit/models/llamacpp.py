@@ -54,7 +54,7 @@ import numpy as np
 
 from dpkit import runtime
 from dpkit.models.llamacpp_batch import OPEN_CONTEXTS, SequenceContext
-from dpkit.models.packages import smollm2_gguf
+from dpkit.models.packages import BUNDLED_LM, smollm2_gguf
 from dpkit.models.voice import OpeningBan, cut_at_stop, split_prefill
 from dpkit.validate import ParameterError, check_int, check_positive
 
@@ -112,8 +112,6 @@ def _import_llama_cpp():
 
 
 def _gguf_path(model: str | os.PathLike | None) -> tuple[Path, str]:
-    from dpkit.models.lm import BUNDLED_LM
-
     if model is None:
         return smollm2_gguf(), BUNDLED_LM
     path = Path(model).expanduser()
@@ -140,17 +138,14 @@ def eight_bit_copy(source: Path) -> Path:
     if target.exists():
         return target
     llama_cpp = _import_llama_cpp()
-    from llama_cpp._logger import set_verbose
-    from llama_cpp._utils import suppress_stdout_stderr
-
-    set_verbose(False)
+    llama_cpp._logger.set_verbose(False)
     params = llama_cpp.llama_model_quantize_default_params()
     params.ftype = llama_cpp.LLAMA_FTYPE_MOSTLY_Q8_0
     params.allow_requantize = True
     params.nthread = 1
     staging = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     try:
-        with suppress_stdout_stderr(disable=False):
+        with llama_cpp._utils.suppress_stdout_stderr(disable=False):
             rc = llama_cpp.llama_model_quantize(str(source).encode(), str(staging).encode(), params)
         if rc != 0:
             raise RuntimeError(f"llama.cpp could not re-encode {source.name} as Q8_0 (code {rc})")
@@ -462,13 +457,12 @@ def sample_tokens(logits: np.ndarray, temperature: float, top_p: float | None,
 
 def _render_template(template: str, messages: Messages, bos_token: str = "", eos_token: str = "") -> str:
     """Render a chat template the way Hugging Face tokenizers do (same jinja settings)."""
-    from jinja2.ext import loopcontrols
-    from jinja2.sandbox import ImmutableSandboxedEnvironment
+    from jinja2 import ext, sandbox
 
     def raise_exception(message):
         raise ParameterError("messages", "<chat>", f"the model's chat template refused them: {message}")
 
-    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols])
+    env = sandbox.ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[ext.loopcontrols])
     return env.from_string(template).render(messages=messages, add_generation_prompt=True,
                                             raise_exception=raise_exception, bos_token=bos_token,
                                             eos_token=eos_token)

@@ -17,11 +17,10 @@ import torch
 
 from dpkit import runtime
 from dpkit.io import atomic_folder
-from dpkit.models.packages import SMOLLM2_GGUF, smollm2_gguf
+from dpkit.models.packages import BUNDLED_LM, SMOLLM2_GGUF, smollm2_gguf
 from dpkit.models.voice import OpeningBan, cut_at_stop, split_prefill
 from dpkit.validate import ParameterError, check_int, check_positive
 
-BUNDLED_LM = "SmolLM2-135M-Instruct"
 Messages = list[dict]
 PromptLike = Union[str, Messages]
 

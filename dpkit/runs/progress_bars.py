@@ -116,9 +116,14 @@ def progress(iterable: Iterable, *, total: int | None = None, desc: str | None =
         return iterable
     if mode == "lines":
         return _lines(iterable, total, desc, initial)
+    return _bar(iterable, total=total, desc=desc, initial=initial)
+
+
+def _bar(iterable: Iterable | None = None, **options):
+    """A ``tqdm.auto`` bar (a notebook widget in a kernel, else text): tqdm is imported here, on first use."""
     from tqdm.auto import tqdm
 
-    return tqdm(iterable, total=total, desc=desc, initial=initial)
+    return tqdm(iterable, **options)
 
 
 @contextlib.contextmanager
@@ -134,9 +139,7 @@ def byte_progress(total: int | None, desc: str) -> Iterator[Callable[[int], None
         report = ProgressLines(desc, total, unit=lambda n: f"{n / (1 << 20):.1f} MiB")
         yield report.update
         return
-    from tqdm.auto import tqdm
-
-    bar = tqdm(total=total, desc=desc, unit="B", unit_scale=True, unit_divisor=1024)
+    bar = _bar(total=total, desc=desc, unit="B", unit_scale=True, unit_divisor=1024)
     pending = [0]
 
     def advance(n: int) -> None:

@@ -24,9 +24,7 @@ DEFAULT_FOLDS = 5
 def real_vs_synthetic_auroc(real: np.ndarray, synthetic: np.ndarray, *, folds: int = DEFAULT_FOLDS,
                             seed: int = 0) -> float:
     """Mean held-out AUROC of real-vs-synthetic logistic regression (nan when a set has fewer than 2 rows)."""
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.metrics import roc_auc_score
-    from sklearn.model_selection import StratifiedKFold
+    from sklearn import linear_model, metrics, model_selection
 
     folds, seed = check_int("folds", folds, minimum=2), check_int("seed", seed, minimum=0)
     real, synthetic = np.asarray(real, dtype=np.float64), np.asarray(synthetic, dtype=np.float64)
@@ -39,7 +37,7 @@ def real_vs_synthetic_auroc(real: np.ndarray, synthetic: np.ndarray, *, folds: i
     x = np.vstack([real, synthetic])
     y = np.r_[np.ones(len(real), dtype=int), np.zeros(len(synthetic), dtype=int)]
     scores = []
-    for train, held in StratifiedKFold(n_folds, shuffle=True, random_state=seed).split(x, y):
-        model = LogisticRegression(max_iter=2000, C=1.0, random_state=seed).fit(x[train], y[train])
-        scores.append(roc_auc_score(y[held], model.decision_function(x[held])))
+    for train, held in model_selection.StratifiedKFold(n_folds, shuffle=True, random_state=seed).split(x, y):
+        model = linear_model.LogisticRegression(max_iter=2000, C=1.0, random_state=seed).fit(x[train], y[train])
+        scores.append(metrics.roc_auc_score(y[held], model.decision_function(x[held])))
     return float(np.mean(scores))
