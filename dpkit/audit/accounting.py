@@ -27,6 +27,9 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping
 
+from dp_accounting import dp_event, rdp
+from dp_accounting.pld import privacy_loss_distribution as pld
+
 from dpkit.privacy import PrivacyLedger
 from dpkit.privacy.ledger import Charge
 from dpkit.validate import ParameterError, check_probability
@@ -39,15 +42,11 @@ PLD_TOLERANCE = 2e-2
 
 def ledger_dp_event(ledger_data: Mapping[str, Any]):
     """The whole ledger as one dp_accounting ``ComposedDpEvent``."""
-    from dp_accounting import dp_event
-
     events = (Charge.from_dict(entry).dp_event() for entry in ledger_data.get("entries", []))
     return dp_event.ComposedDpEvent([event for event in events if event is not None])
 
 
 def _rdp_substitute(event, notes: set):
-    from dp_accounting import dp_event
-
     if isinstance(event, dp_event.RandomizedResponseDpEvent):
         p, k = event.noise_parameter, event.num_buckets
         eps = math.log((1 - p + p / k) / (p / k))  # keep w.p. 1 - p + p/k, each other bucket p/k
@@ -61,8 +60,6 @@ def _rdp_substitute(event, notes: set):
 
 
 def _map_children(event, fn):
-    from dp_accounting import dp_event
-
     if isinstance(event, dp_event.ComposedDpEvent):
         return dp_event.ComposedDpEvent([fn(e) for e in event.events])
     if isinstance(event, dp_event.SelfComposedDpEvent):
@@ -72,9 +69,6 @@ def _map_children(event, fn):
 
 def _pld(event, notes: set, discretization: float):
     """A PrivacyLossDistribution for ``event`` (None for a no-op)."""
-    from dp_accounting import dp_event
-    from dp_accounting.pld import privacy_loss_distribution as pld
-
     if isinstance(event, dp_event.NoOpDpEvent):
         return None
     if isinstance(event, dp_event.ComposedDpEvent):
@@ -113,8 +107,6 @@ def crosscheck_ledger(ledger_data: Mapping[str, Any], delta: float | None = None
     ``approx_entries`` (approximate-DP entries, which neither accountant takes:
     when present the check is skipped and says so).
     """
-    from dp_accounting import rdp
-
     ledger = PrivacyLedger.from_dict(dict(ledger_data))
     delta = ledger.delta if delta is None else delta
     if delta is None:

@@ -66,7 +66,7 @@ from dpkit.models.llamacpp import choose_threads, load_llamacpp
 from dpkit.models.llamacpp_batch import SequenceContext
 from dpkit.models.llamacpp_rows import LlamaCppGroup
 from dpkit.models.lm import LocalLM, _bundled_cache
-from dpkit.models.packages import SMOLLM2_GGUF, smollm2_gguf
+from dpkit.models.packages import smollm2_gguf
 from dpkit.privpred.private_rows import PrivateRows, distinct_prompts
 from dpkit.validate import check_int
 
@@ -199,16 +199,20 @@ def _bundled_tokenizer():
     for folder in (_bundled_cache(), runtime.cache_dir() / "smollm2-135m-instruct-tokenizer"):
         if (folder / "tokenizer.json").exists() or (folder / "tokenizer_config.json").exists():
             return saved_tokenizer(folder)
-    from transformers import AutoTokenizer
-
-    gguf = smollm2_gguf()
-    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=SMOLLM2_GGUF)
+    tokenizer = gguf_tokenizer(smollm2_gguf())
     try:
         with atomic_folder(folder, replace=True) as staging:
             tokenizer.save_pretrained(staging)
     except OSError:  # pragma: no cover - a read-only cache: read from the GGUF next time too
         pass
     return tokenizer
+
+
+def gguf_tokenizer(gguf: Path):
+    """The Hugging Face tokenizer stored in the GGUF file ``gguf`` (read by transformers; no weights converted)."""
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
 
 
 def saved_tokenizer(folder: Path):
@@ -235,10 +239,7 @@ def load_private_llamacpp(model: str | None = None) -> LlamaCppPrivateLM:
     if model is None:
         tokenizer = _bundled_tokenizer()
     else:
-        from transformers import AutoTokenizer
-
-        path = Path(model).expanduser()
-        tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
+        tokenizer = gguf_tokenizer(Path(model).expanduser())
     return LlamaCppPrivateLM(llm, tokenizer, None if model is None else str(Path(model).expanduser().resolve()))
 
 
