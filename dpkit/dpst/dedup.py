@@ -31,28 +31,32 @@ def _shingles(text: str) -> set[bytes]:
     return words or {b""}
 
 
+def _datasketch():
+    """The ``datasketch`` module (MinHash LSH), imported here on first use."""
+    import datasketch
+
+    return datasketch
+
+
 @lru_cache(maxsize=16)
 def _lsh_params(threshold: float, num_perm: int) -> tuple[int, int]:
     """(bands, rows) datasketch picks for this threshold (computed once; it integrates numerically)."""
-    from datasketch import MinHashLSH
-
-    lsh = MinHashLSH(threshold=threshold, num_perm=num_perm)
+    lsh = _datasketch().MinHashLSH(threshold=threshold, num_perm=num_perm)
     return lsh.b, lsh.r
 
 
 def near_duplicate_groups(texts: Sequence[str], threshold: float = 0.4, num_perm: int = 128,
                           seed: int = 1) -> list[list[int]]:
     """Indices of ``texts`` grouped by MinHash LSH (groups in order of first member)."""
-    from datasketch import MinHash, MinHashLSH
-
+    datasketch = _datasketch()
     threshold = check_in_range("threshold", threshold, 0.0, 1.0, low_open=True, high_open=True)
     num_perm = check_int("num_perm", num_perm, minimum=2)
     seed = check_int("seed", seed, minimum=0)
     n = len(texts)
     if n == 0:
         return []
-    hashes = MinHash.bulk([_shingles(t) for t in texts], num_perm=num_perm, seed=seed)
-    lsh = MinHashLSH(threshold=threshold, num_perm=num_perm, params=_lsh_params(threshold, num_perm))
+    hashes = datasketch.MinHash.bulk([_shingles(t) for t in texts], num_perm=num_perm, seed=seed)
+    lsh = datasketch.MinHashLSH(threshold=threshold, num_perm=num_perm, params=_lsh_params(threshold, num_perm))
     groups: dict[int, list[int]] = {}
     for i, h in enumerate(hashes):
         leaders = lsh.query(h)

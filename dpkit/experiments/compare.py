@@ -27,6 +27,7 @@ import numpy as np
 from scipy import stats
 
 from dpkit import methods  # the method modules load PyTorch on first use, not on import (dpkit --help)
+from dpkit.privacy.invisibleink import calibrated_clip
 from dpkit.validate import MAX_EPSILON, check_choice, check_int
 
 #: The epsilon at which a pipeline runs for the "epsilon = infinity" (noise off) column.
@@ -119,8 +120,6 @@ def configs(epsilon: float, sizes: Sizes, *, document_type: str, vocabulary: str
 def invisibleink_config(config: "pp.Config", temperature: float = 1.0) -> "pp.Config":
     """The ``pp_ink`` row: the pp row's sizes with the InvisibleInk variant, at tau = 1 and the paper's
     calibrated DClip norm C (the largest at which every batch's ``max_new_tokens`` tokens fit epsilon)."""
-    from dpkit.privacy.invisibleink import calibrated_clip
-
     clip = calibrated_clip(config.epsilon, config.delta, config.expected_batch_size, temperature,
                            config.max_new_tokens)
     return replace(config, variant="invisibleink", clip=clip, temperature=temperature)

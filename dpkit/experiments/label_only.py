@@ -33,6 +33,7 @@ from typing import Sequence
 import numpy as np
 
 from dpkit.experiments.compare import t_interval
+from dpkit.experiments.rows_report import difference_of_means, scores
 from dpkit.models.voice import document_voice
 from dpkit.privacy.marks import Public
 from dpkit.validate import ParameterError, check_int
@@ -51,12 +52,17 @@ def label_text(name: str) -> str:
     return str(name).replace("_", " ").capitalize()
 
 
+def _template(document_type: str):
+    """Private prediction's prompt template for ``document_type`` (dpkit.privpred loads PyTorch: imported here)."""
+    from dpkit.privpred.prompts import document_template
+
+    return document_template(document_type)
+
+
 def label_only_prompts(document_type: str, label_texts: Sequence[str]) -> list[Public]:
     """One public prompt per label: private prediction's public row, ``Write a {document type} with Label: X.``
     (``label_texts``: names or the data owner's public descriptions)."""
-    from dpkit.privpred.prompts import document_template
-
-    template = document_template(document_type)
+    template = _template(document_type)
     return [Public(template.public_message(label_text(t))) for t in label_texts]
 
 
@@ -69,12 +75,10 @@ def label_only_texts(backend, document_type: str, label_texts: Sequence[str], pe
     seed for one prompt would give the same text). Each text is cut at the voice's stop sequences
     and loses a leading echo of the instruction, as private prediction's released texts do.
     """
-    from dpkit.privpred.prompts import document_template
-
     per_class = check_int("per_class", per_class, minimum=1)
     if not label_texts:
         raise ParameterError("label_texts", label_texts, "must name at least one label")
-    template = document_template(document_type)
+    template = _template(document_type)
     voice = document_voice(document_type, min_new_tokens=8)
     prompts = label_only_prompts(document_type, label_texts)
     by_label: list[list[str]] = [[] for _ in label_texts]
@@ -206,8 +210,6 @@ def release_gains(results_root, summary: dict) -> list[dict]:
     label-only draws when a method has two releases or more (:func:`~dpkit.experiments.rows_report.
     difference_of_means`), else Student's over the draws alone (the one release taken as fixed: the
     interval covers the reference's variation, not the release's)."""
-    from dpkit.experiments.rows_report import difference_of_means, scores
-
     out = []
     for row in summary["sets"]:
         folder = HELDOUT_RELEASES.get(row["set"])

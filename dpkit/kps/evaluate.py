@@ -19,15 +19,15 @@ from __future__ import annotations
 from typing import Sequence
 
 import numpy as np
+import torch
 
 from dpkit.evaluation import METRICS, evaluate
+from dpkit.kps.vocabulary import PhraseMatcher
 from dpkit.validate import ParameterError, check_finite_array, check_int, check_positive
 
 
 def coral_loss(source, target):
     """Deep CORAL: ``||cov(source) - cov(target)||_F^2 / (4 h^2)`` for (n, h) torch tensors."""
-    import torch
-
     def cov(x):
         x = x - x.mean(0, keepdim=True)
         return x.T @ x / max(len(x) - 1, 1)
@@ -40,8 +40,6 @@ def train_classifier(x_train, y_train, n_classes: int, *, x_unlabeled=None, cora
                      hidden: int = 64, epochs: int = 300, lr: float = 1e-2, weight_decay: float = 1e-3,
                      seed: int = 0):
     """Fit the MLP; returns a function mapping embeddings to predicted labels."""
-    import torch
-
     x_train = check_finite_array("x_train", x_train, ndim=2)
     y_train = np.asarray(y_train)
     if len(x_train) == 0:
@@ -63,8 +61,6 @@ def train_classifier(x_train, y_train, n_classes: int, *, x_unlabeled=None, cora
 
 
 def _fit(x_train, y_train, n_classes, x_unlabeled, coral_weight, hidden, epochs, lr, weight_decay, seed):
-    import torch
-
     gen = torch.Generator().manual_seed(int(seed))
     model = torch.nn.Sequential(torch.nn.Linear(x_train.shape[1], hidden), torch.nn.ReLU(),
                                 torch.nn.Linear(hidden, n_classes))
@@ -130,8 +126,6 @@ def evaluate_corpus(train_texts: Sequence[str], train_labels, test_texts: Sequen
 
 def keyphrase_documents(texts: Sequence[str], terms: Sequence[str], L: int) -> list[str]:
     """The "no LLM" view of real documents: each text mapped to its first ``L`` private-vocabulary terms."""
-    from dpkit.kps.vocabulary import PhraseMatcher
-
     matcher = PhraseMatcher(terms)
     L = check_int("L", L, minimum=1)
     return [", ".join(matcher.terms[i] for i in matcher.first_terms(t, L)) for t in texts]

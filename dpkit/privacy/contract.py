@@ -301,14 +301,14 @@ class PrivacyContract:
             token = dp_event.ZCDpEvent(((p["c"] / p["s"] + p.get("grid", 0.0)) / p["tau"]) ** 2 / 2.0)
             parts = [token]
             if p.get("svt_sigma"):
-                parts.append(_pure_event(2.0 * (1.0 / p["s"] + (p.get("svt_grid") or 0.0)) / p["svt_sigma"]))
+                parts.append(_pure_event(dp_event, 2.0 * (1.0 / p["s"] + (p.get("svt_grid") or 0.0)) / p["svt_sigma"]))
             one = token if len(parts) == 1 else dp_event.ComposedDpEvent(parts)
             return dp_event.SelfComposedDpEvent(one, p["r"])
         if how == "dpsgd" and p.get("sampling", "Poisson") == "Poisson" and isinstance(p.get("steps"), int):
             step = dp_event.PoissonSampledDpEvent(p["sample_rate"], dp_event.GaussianDpEvent(p["noise_multiplier"]))
             return dp_event.SelfComposedDpEvent(step, p["steps"])
         if self.measure == "pure":
-            return _pure_event(self.epsilon)
+            return _pure_event(dp_event, self.epsilon)
         if self.measure in ("bounded-range", "zcdp"):
             return dp_event.ZCDpEvent(self.rho())
         return dp_event.UnsupportedDpEvent()
@@ -317,10 +317,9 @@ class PrivacyContract:
         return self.describe()
 
 
-def _pure_event(epsilon: float):
-    """Binary randomized response at ``epsilon``: P[keep] = e^eps / (1 + e^eps)."""
-    from dp_accounting import dp_event
-
+def _pure_event(dp_event, epsilon: float):
+    """Binary randomized response at ``epsilon``: P[keep] = e^eps / (1 + e^eps) (``dp_event``: dp_accounting's
+    module, which :meth:`PrivacyContract.to_dp_event` imports)."""
     if epsilon == 0:
         return dp_event.NoOpDpEvent()
     return dp_event.RandomizedResponseDpEvent(noise_parameter=2.0 / (1.0 + math.exp(epsilon)), num_buckets=2)

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_right
+from contextlib import contextmanager
 from fractions import Fraction
 
 import numpy as np
@@ -213,15 +214,23 @@ def _bernoulli_exp_batch(numerators: np.ndarray, den: int, rng: np.random.Genera
     return result
 
 
-def _refine_bernoulli(num: int, den: int, k_bits: int, m_bits: int, rng: np.random.Generator) -> bool:
-    """Finish U < exp(-num/den) for U in [k/2^m, (k+1)/2^m) exactly (interval arithmetic)."""
+@contextmanager
+def _intervals():
+    """mpmath's interval arithmetic ``iv`` (mpmath is imported here, on the rare draw that needs it); its
+    precision is restored on exit."""
     from mpmath import iv
 
-    saved, precision = iv.prec, 128
+    saved = iv.prec
     try:
-        return _refine_bernoulli_at(iv, num, den, k_bits, m_bits, precision, rng)
+        yield iv
     finally:
         iv.prec = saved
+
+
+def _refine_bernoulli(num: int, den: int, k_bits: int, m_bits: int, rng: np.random.Generator) -> bool:
+    """Finish U < exp(-num/den) for U in [k/2^m, (k+1)/2^m) exactly (interval arithmetic)."""
+    with _intervals() as iv:
+        return _refine_bernoulli_at(iv, num, den, k_bits, m_bits, 128, rng)
 
 
 def _refine_bernoulli_at(iv, num: int, den: int, k_bits: int, m_bits: int, precision: int,
@@ -304,13 +313,8 @@ def _refine(d: np.ndarray, eta: float, k_bits: int, m_bits: int, rng: np.random.
     (in candidate order); the uniform U is known to lie in
     [k_bits / 2^m_bits, (k_bits + 1) / 2^m_bits).  Returns the position in ``d``.
     """
-    from mpmath import iv
-
-    saved = iv.prec
-    try:
+    with _intervals() as iv:
         return _refine_at(iv, d, eta, k_bits, m_bits, rng)
-    finally:
-        iv.prec = saved
 
 
 def _refine_at(iv, d: np.ndarray, eta: float, k_bits: int, m_bits: int, rng: np.random.Generator) -> int:
