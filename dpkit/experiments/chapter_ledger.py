@@ -38,16 +38,15 @@ class ChapterLedger:
     def charge(self, mechanism, n_documents: int, label: str) -> None:
         """Record one release: ``mechanism`` (a :class:`~dpkit.dpst.privatize.DPST` or a
         :class:`~dpkit.dpst.topic.TopicDPST`) applied to ``n_documents`` documents, each privatized alone."""
-        from dpkit.dpst.privatize import DPST
-        from dpkit.dpst.topic import TopicDPST
+        from dpkit.dpst import privatize, topic
 
-        if not isinstance(mechanism, (DPST, TopicDPST)):
+        if not isinstance(mechanism, (privatize.DPST, topic.TopicDPST)):
             raise ParameterError("mechanism", mechanism, "must be a dpkit.dpst.DPST or a dpkit.dpst.topic.TopicDPST")
         n_documents = check_int("n_documents", n_documents, minimum=1)
         contract = mechanism.contract
         if mechanism.variant in ("document", "topic"):
             self.document_variant.spend_parallel(contract, label, groups=n_documents)
-            narrow = DPST(mechanism.corpus, mechanism.epsilon, "neighbourhood").contract.unit
+            narrow = privatize.DPST(mechanism.corpus, mechanism.epsilon, "neighbourhood").contract.unit
             contract = contract.replace(unit=narrow)
         self.all_releases.spend_parallel(contract, label, groups=n_documents)
         self.releases.append({"label": label, "variant": mechanism.variant, "epsilon": mechanism.epsilon})

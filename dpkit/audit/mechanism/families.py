@@ -228,26 +228,22 @@ class _Encoder:
 
 
 def _fit(learner: str, A: np.ndarray, B: np.ndarray, seed: int):
+    from sklearn import ensemble, linear_model, neural_network, preprocessing
+
     X = np.vstack([A, B])
     y = np.concatenate([np.zeros(len(A)), np.ones(len(B))])
     if learner == "logistic":
-        from sklearn.linear_model import LogisticRegression
-
         encode = _Encoder(X)
-        model = LogisticRegression(C=1.0, max_iter=300).fit(encode(X), y)
+        model = linear_model.LogisticRegression(C=1.0, max_iter=300).fit(encode(X), y)
         return lambda Z: model.decision_function(encode(Z)), "logistic regression on per-column one-hot bins"
     if learner == "boosting":
-        from sklearn.ensemble import HistGradientBoostingClassifier
-
         keep = np.r_[0:min(len(A), BOOSTING_CAP), len(A):len(A) + min(len(B), BOOSTING_CAP)]
-        model = HistGradientBoostingClassifier(max_iter=40, max_leaf_nodes=15, max_bins=64, early_stopping=False,
-                                               random_state=seed).fit(X[keep], y[keep])
+        model = ensemble.HistGradientBoostingClassifier(max_iter=40, max_leaf_nodes=15, max_bins=64,
+                                                        early_stopping=False, random_state=seed).fit(X[keep], y[keep])
         return lambda Z: model.decision_function(Z), "gradient-boosted trees"
-    from sklearn.neural_network import MLPClassifier
-    from sklearn.preprocessing import StandardScaler
-
-    scale = StandardScaler().fit(X)
-    model = MLPClassifier(hidden_layer_sizes=(32,), max_iter=60, random_state=seed).fit(scale.transform(X), y)
+    scale = preprocessing.StandardScaler().fit(X)
+    model = neural_network.MLPClassifier(hidden_layer_sizes=(32,), max_iter=60, random_state=seed)
+    model.fit(scale.transform(X), y)
     return lambda Z: model.predict_proba(scale.transform(Z))[:, 1], "a small MLP (32 hidden units)"
 
 
