@@ -6,6 +6,8 @@ Pipeline, one module per step:
 * :mod:`~dpkit.dpst.dedup` -- near-duplicate triples removed (MinHash LSH, LM perplexity ties);
 * :mod:`~dpkit.dpst.corpus` / :mod:`~dpkit.dpst.index` -- the public triple corpus, k-means
   neighbourhoods, cached as ``.npz``; a pluggable vector index;
+* :mod:`~dpkit.dpst.generated_bank` -- a public corpus of the data's kind, written by the model from the
+  public document type and label set only (``public_bank="generated"``);
 * :mod:`~dpkit.dpst.mechanism` -- the exponential mechanism with utility clip(cos, 0, 1);
 * :mod:`~dpkit.dpst.privatize` -- whole documents, neighbourhood-aware (paper) and
   document-level variants, each with its contract;

@@ -20,8 +20,9 @@ has one record per input row (after ``--limit``).
 
 Randomness: document ``i`` draws its triples from node ``(0, i)`` and its label
 from node ``(1, i)`` of the run's root; the reconstruction's sampling seed from
-node ``2``. Private triples (with their ledger entries) are checkpointed before
-any model sees them.
+node ``2``; a generated public bank (``public_bank="generated"``) its round ``j``
+from node ``(3, j)``, stored in the run before its private part. Private triples
+(with their ledger entries) are checkpointed before any model sees them.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from dpkit.dpst.corpus import check_k, load_public_bank, load_public_corpus, read_public_texts
+from dpkit.dpst.generated_bank import generated_bank_note, generated_bank_texts
 from dpkit.dpst.privatize import DPST, MAX_PARSER_CHARS, Prepared, PrivateDocument, document_contract
 from dpkit.dpst.topic import TopicDPST, topic_contract
 from dpkit.dpst.reconstruct import clean_output, reconstruction_messages, reconstruction_voice
@@ -44,7 +46,7 @@ from dpkit.methods.record import Method
 from dpkit.privacy import Charge, PrivacyContract
 from dpkit.privacy.marks import Public
 from dpkit.runs import file_digest
-from dpkit.seeds import generator, int_seed
+from dpkit.seeds import child, generator, int_seed
 from dpkit.validate import ParameterError, check_choice, check_in_range, check_int, check_positive
 
 NAME = "dpst"
@@ -72,6 +74,8 @@ STATEMENT = PrivacyStatement(
 _MECHANISM = inspect.signature(DPST).parameters          # the mechanism's defaults are the one set
 _TOPIC = inspect.signature(TopicDPST).parameters
 VARIANTS = ("topic", "document")
+PUBLIC_BANKS = ("news", "generated")  # where the public triples come from (a public_corpus file: the file)
+BANK_NODE = 3                          # the seed node of a generated bank
 _CORPUS = inspect.signature(load_public_corpus).parameters
 
 
@@ -103,6 +107,9 @@ class Config:
                                        # response) as its topic; the label set is then public information
     public_corpus: str = ""            # "": the packaged news articles; else a UTF-8 file of YOUR public texts,
                                        # one per line (never private records), as the triple corpus
+    public_bank: str = "news"          # "news": the packaged news articles (or the public_corpus file); "generated":
+                                       # texts the model writes from document_type and the PUBLIC label set only
+    bank_texts_per_label: int = 64     # generated bank: texts per label (public)
     max_new_tokens: int = 48
     temperature: float = 0.0
     batch_size: int = 8
@@ -135,6 +142,11 @@ class Config:
         if not isinstance(self.public_corpus, str):
             raise ParameterError("public_corpus", self.public_corpus, "must be '' (the packaged news articles) or "
                                  "an existing UTF-8 text file of public texts, one per line")
+        check_choice("public_bank", self.public_bank, PUBLIC_BANKS)
+        if self.public_bank != "news" and self.public_corpus:
+            raise ParameterError("public_bank", self.public_bank, "must be 'news' (the default) when public_corpus "
+                                 "names a file: the file is then the public bank")
+        check_int("bank_texts_per_label", self.bank_texts_per_label, minimum=1)
         if self.public_corpus:  # read once here, so a bad file is refused before any run (exit 2, nothing written)
             read_public_texts(self.public_corpus, "public_corpus")
 
@@ -191,7 +203,10 @@ def release_size(config: Config, n_labels: int, n_records: int | None = None) ->
 def check_sizes(config: Config, n_labels: int, *, labels=None, backend=None) -> None:
     """Refuse, before anything is charged or written, ``k`` above the number of public triples
     (:func:`~dpkit.dpst.corpus.check_k` on :func:`~dpkit.dpst.corpus.load_public_bank`, the bank the run
-    clusters, cached)."""
+    clusters, cached). A generated bank (``public_bank="generated"``) does not exist before the run writes it:
+    its run checks ``k`` once the bank is built, before anything is charged."""
+    if config.public_bank == "generated":
+        return
     check_k(config.k, len(load_public_bank(n_articles=config.n_articles, texts=own_public_texts(config))))
 
 
@@ -222,6 +237,12 @@ def own_public_texts(config: Config) -> list[str] | None:
     return read_public_texts(config.public_corpus, "public_corpus")
 
 
+def _model_name(backend) -> str:
+    """The backend's model as the report names it (its ``describe()``, else its name)."""
+    described = backend.describe() if hasattr(backend, "describe") else {}
+    return str(described.get("model") or described.get("name") or getattr(backend, "name", "the model"))
+
+
 def build_mechanism(config: Config, corpus, eps_text: float):
     """The configured text mechanism over ``corpus`` at ``eps_text``: :class:`TopicDPST` or :class:`DPST`."""
     if config.variant == "topic":
@@ -240,7 +261,15 @@ def synthesize(records: Records, config: Config, run, backend, seed_sequence: np
         run.bind("public_corpus", {"path": config.public_corpus,
                                    "sha256": file_digest(Path(config.public_corpus).expanduser())})
     ledger = release_ledger(run, config)  # every charge below is checked against the budget
-    corpus = load_public_corpus(k=config.k, n_articles=config.n_articles, texts=own_public_texts(config))
+    public_texts, bank_notes = own_public_texts(config), ()
+    if config.public_bank == "generated":  # from the public document type and label set only: no record is read
+        label_texts = records.prompt_labels if records.labelled else None
+        public_texts = checkpoint(run, "public_bank", lambda: generated_bank_texts(  # a resume reads it back
+            backend, config.document_type, label_texts, config.bank_texts_per_label, child(seed_sequence, BANK_NODE),
+            release=run is not None and run.seed is None))
+        bank_notes = (generated_bank_note(config.document_type, label_texts, config.bank_texts_per_label,
+                                          public_texts, _model_name(backend)),)
+    corpus = load_public_corpus(k=config.k, n_articles=config.n_articles, texts=public_texts)
     mechanism = build_mechanism(config, corpus, eps_text)
     declared = charges(config, len(records.label_set) if records.labelled else 0, len(records), mechanism=mechanism)
 
@@ -287,7 +316,7 @@ def synthesize(records: Records, config: Config, run, backend, seed_sequence: np
                    public_rules=mechanism.public_rules,
                    notes=("per record: " + ", ".join(f"{e.label.split(': ', 1)[-1]} epsilon "
                                                      f"{e.contract.epsilon:g}" for e in ledger.entries),
-                          *public_corpus_note(config)))
+                          *public_corpus_note(config), *bank_notes))
 
 
 METHOD = Method(name=NAME, title="DP-ST (private semantic triples)", Config=Config, statement=STATEMENT,
