@@ -148,6 +148,15 @@ def test_the_bank_is_the_seeds_node_alone():
                                            child(root_sequence(4), method.BANK_NODE))
 
 
+def test_the_bank_prompts_are_private_predictions_public_rows():
+    from dpkit.privpred.prompts import document_template
+
+    assert [str(p) for p in bank_prompts("exam  question", ("good_health", "Surgery"))] == \
+        [document_template("exam question").public_message(label) for label in ("Good health", "Surgery")]
+    assert str(bank_prompts("exam question", None)[0]) == \
+        document_template("exam question", labelled=False).public_message()
+
+
 def test_unlabelled_input_gets_one_unlabelled_prompt():
     assert [str(p) for p in bank_prompts("exam question", None)] == ["Write a exam question."]
     with pytest.raises(ParameterError) as err:

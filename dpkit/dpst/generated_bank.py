@@ -4,9 +4,9 @@ DP-ST releases PUBLIC triples; with the packaged news articles as their source e
 release reads as rewritten news, whatever the data. This module gives DP-ST a public
 corpus of the data's own kind without reading any record: the model is asked, for each
 label of the PUBLIC label set, ``Write a {document type} with Label: {label}.`` (private
-prediction's public row, :func:`dpkit.privpred.prompts.document_template`, the same prompt as
-the label-only reference of :mod:`dpkit.experiments.label_only`), in the data's voice
-(:func:`dpkit.models.voice.document_voice`). The texts then go through the news corpus's own
+prediction's public row of :func:`dpkit.privpred.prompts.document_template`, the prompt of the
+label-only reference of :mod:`dpkit.experiments.label_only`; a test keeps the two equal), in the
+data's voice (:func:`dpkit.models.voice.document_voice`). The texts then go through the news corpus's own
 extraction, deduplication, embedding and clustering (:func:`dpkit.dpst.corpus.load_public_corpus`).
 
 Guarantee: every prompt is built from the public document type and the public label texts
@@ -27,7 +27,7 @@ from typing import Sequence
 
 import numpy as np
 
-from dpkit.models.voice import document_voice
+from dpkit.models.voice import document_voice, strip_echo
 from dpkit.privacy.marks import Public
 from dpkit.runs.generate import generate_texts
 from dpkit.runtime import release_mode
@@ -45,24 +45,29 @@ def public_label_text(name: str) -> str:
     return str(name).replace("_", " ").capitalize()
 
 
-def _template(document_type: str, labelled: bool):
-    """Private prediction's prompt in the data's voice (its package loads PyTorch: imported on use, so that
-    ``dpkit --help``, which loads this module through the method registry, stays light)."""
-    from dpkit.privpred.prompts import document_template
+#: The public rows, as data (private prediction's public rows; ``dpkit --help`` loads this module through the
+#: method registry, and the private prediction package loads PyTorch, so they are not imported from it).
+BANK_PROMPT = "Write a {document_type} with Label: {label}."
+UNLABELLED_BANK_PROMPT = "Write a {document_type}."
 
-    return document_template(document_type, labelled)
+
+def _document_type(document_type: str) -> str:
+    if not isinstance(document_type, str) or not document_type.strip() or "{" in document_type \
+            or "}" in document_type:
+        raise ParameterError("document_type", document_type, "must be a non-empty description without braces")
+    return " ".join(document_type.split())
 
 
 def bank_prompts(document_type: str, label_texts: Sequence[str] | None) -> list[Public]:
     """One public prompt per label (``label_texts``: names or public descriptions), or one unlabelled prompt
     (``Write a {document type}.``) when ``label_texts`` is None. Built from these public arguments only."""
     if label_texts is None:
-        return [Public(_template(document_type, False).public_message())]
+        return [Public(UNLABELLED_BANK_PROMPT.format(document_type=_document_type(document_type)))]
     if isinstance(label_texts, str) or not label_texts or not all(isinstance(t, str) and t.strip()
                                                                    for t in label_texts):
         raise ParameterError("label_texts", label_texts, "must be None or a non-empty list of public label texts")
-    template = _template(document_type, True)
-    return [Public(template.public_message(public_label_text(t))) for t in label_texts]
+    doc = _document_type(document_type)
+    return [Public(BANK_PROMPT.format(document_type=doc, label=public_label_text(t))) for t in label_texts]
 
 
 def generated_bank_texts(backend, document_type: str, label_texts: Sequence[str] | None, per_label: int,
@@ -79,7 +84,7 @@ def generated_bank_texts(backend, document_type: str, label_texts: Sequence[str]
         raise ParameterError("seed_node", seed_node, "must be a numpy.random.SeedSequence (a node of the run's seeds)")
     prompts = bank_prompts(document_type, label_texts)
     names = [None] if label_texts is None else [public_label_text(t) for t in label_texts]
-    template = _template(document_type, label_texts is not None)
+    doc = _document_type(document_type)
     voice = document_voice(document_type, min_new_tokens=8)
     by_label: list[list[str]] = [[] for _ in prompts]
     for i in range(per_label):
@@ -89,7 +94,7 @@ def generated_bank_texts(backend, document_type: str, label_texts: Sequence[str]
                                    max_new_tokens=BANK_MAX_NEW_TOKENS, temperature=BANK_TEMPERATURE,
                                    seed=int_seed(seed_node, i), voice=voice)
         for k, key in enumerate(keyed):
-            by_label[k].append(template.finish(str(texts[key]), names[k]).strip())
+            by_label[k].append(strip_echo(str(texts[key]), doc, [names[k]] if names[k] else []).strip())
     return [text for texts in by_label for text in texts if text]
 
 
