@@ -134,3 +134,33 @@ def echo_canaries(m: int, rng: np.random.Generator, label_set=None, prefixes=PUB
         names = list(label_set)
         labels = tuple(names[int(k)] for k in rng.integers(0, len(names), size=m))
     return Canaries(texts, tuple(suffixes), labels, tuple(heads))
+
+
+REPEATS = 24
+
+
+def repeated_word_canaries(m: int, rng: np.random.Generator, label_set=None, repeats: int = REPEATS) -> Canaries:
+    """Canaries that a language model repeats: one rare word, its own, on ``repeats`` lines.
+
+    Made for generators that continue their records with a language model (private prediction): after a
+    record that is one word on line after line, the bundled SmolLM2-135M's most likely next tokens spell that
+    word in most cases (13 of 20 rare words checked), though by a small logit gap (about 0 to 2). What this
+    assumes: the record's own prompt can sway the released tokens by its raw logits, as when they are averaged
+    unclipped, over candidates that contain the word (the full vocabulary: a rare word is never in the public
+    row's top-k) and at a sharp ``1 / (s tau)``; clipped to ``[-c, c]`` at a small ``c`` its pull is negligible
+    (:mod:`dpkit.audit.release.pp_unclipped` measures both). Each canary is scored by its one word
+    (``words``: the ``ngram`` scorer finds it, in any case, or not). The words are distinct rare English words
+    of the public list (:func:`rare_words`).
+    """
+    m = check_int("canaries", m, minimum=2)
+    repeats = check_int("repeats", repeats, minimum=1)
+    pool = rare_words()
+    if m > len(pool):
+        raise ParameterError("canaries", m, f"needs {m} rare words; the public list has {len(pool)}")
+    words = [pool[i] for i in rng.choice(len(pool), size=m, replace=False)]
+    texts = tuple("\n".join([w] * repeats) for w in words)
+    labels = None
+    if label_set is not None:
+        names = list(label_set)
+        labels = tuple(names[int(k)] for k in rng.integers(0, len(names), size=m))
+    return Canaries(texts, tuple((w,) for w in words), labels)

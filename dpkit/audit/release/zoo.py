@@ -15,6 +15,9 @@ dpst_raw_fallback             DP-ST that releases a document's raw text when no
 pp_prompts_in_release         private prediction whose texts keep their batch's
                               private prompts (a decoded sequence sliced from its
                               start instead of after the prompt)
+pp_unclipped_logits           private prediction averaging its rows' logits
+                              unclipped (refuted with repeated-word canaries
+                              at a small clip; see audit.release.pp_unclipped)
 ============================  =====================================================
 
 :class:`EchoBackend` returns each prompt as its completion. The LLM step of
@@ -190,6 +193,40 @@ def pp_prompts_in_release(epsilon: float, *, seed=None, **changes):
     return synthesize
 
 
+UNCLIPPED = 1e3   # a clip no logit gap of a language model reaches: clip-and-recentre is then a shift
+
+
+@contextmanager
+def _unclipped(config_class):
+    """The bug: every batch decoded with its rows' logits unclipped (the claim keeps the config's clip)."""
+    real = config_class.settings      # inherited: pp's Config does not define its own
+
+    def settings(self, r=None):
+        return replace(real(self, r), clip=UNCLIPPED)
+
+    config_class.settings = settings
+    try:
+        yield
+    finally:
+        del config_class.settings
+
+
+def pp_unclipped_logits(epsilon: float, *, seed=None, **changes):
+    """Private prediction whose rows' next-token logits are averaged unclipped (claims ``epsilon``).
+
+    The accounting is the configuration's (clip ``c``); the decoding averages the raw logits over the
+    expected batch size, so one prompt moves the average by its own logit range, not ``c / s``.
+    """
+    inner = method("pp", epsilon, seed=seed, **changes)
+    config_class = get_method("pp").Config
+
+    def synthesize(records):
+        with _unclipped(config_class):
+            return inner(records)
+    synthesize.__name__ = "pp_unclipped_logits"
+    return synthesize
+
+
 def replace_text(record: dict, text: str) -> dict:
     return dict(record, text=text)
 
@@ -234,4 +271,5 @@ def input_independent(n: int = 200, seed: int = 0):
 
 
 VARIANTS = {"copy_fraction": copy_fraction, "kps_raw_vocabulary": kps_raw_vocabulary,
-            "dpst_raw_fallback": dpst_raw_fallback, "pp_prompts_in_release": pp_prompts_in_release}
+            "dpst_raw_fallback": dpst_raw_fallback, "pp_prompts_in_release": pp_prompts_in_release,
+            "pp_unclipped_logits": pp_unclipped_logits}
