@@ -3,7 +3,8 @@
 The two model-backed audits take about 125 s each on a shared 2-core CPU and carry ``@pytest.mark.slow``:
 no small size is reliable. With 96 canaries (48 batches per label) the broken pipeline found 13 to 20
 words and was refuted in 1 of 3 seeds (the top-24 guess plan needs 23 right); with 192 canaries (96 batches
-per label, the size below) it found 34 words, none of an excluded canary, for a bound of 1.42 > 1
+per label, the size below) it found 34, 43 and 40 words in seeds 0, 1, 2, none of an excluded canary, and was
+refuted in 3 of 3 (bounds 1.42, 1.79, 1.42 > 1); correct pp found no word and was never refuted
 (results/audit-release-pp-unclipped: every seed measured is stored there).
 """
 
