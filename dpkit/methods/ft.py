@@ -92,15 +92,19 @@ class Config:
     T alone. ``expected_batch_size`` only scales the update (set it near q times the number
     of rows you declare); it never reads the data. ``checkpoint_every`` 0: one epoch,
     ``round(1 / q)`` steps.
+
+    ``steps`` 48 and ``learning_rate`` 0.03 were chosen on the tuning sets only
+    (``results/ft-tuning``: 0.639 -> 0.951 balanced accuracy on general questions at
+    epsilon 8, 0.849 on everyday situations); the held-out sets were not read.
     """
 
     epsilon: float
     delta: float = 1e-6
     sample_rate: float = 0.25
-    steps: int = 12
+    steps: int = 48
     clip_norm: float = 1.0
     expected_batch_size: float = 250.0
-    learning_rate: float = 0.01
+    learning_rate: float = 0.03
     adapter_layers: int = 4
     lora_rank: int = 8
     lora_alpha: float = 16.0
