@@ -346,3 +346,21 @@ def test_the_former_module_resolves_each_moved_name_with_a_warning_naming_its_ne
         assert value is getattr(importlib.import_module(module), new_name)
     with pytest.raises(AttributeError):
         results.no_such_name
+
+
+def test_dp_fine_tuning_is_a_comparison_row_that_reads_every_record_and_keeps_its_budget(tmp_path):
+    """``--methods ...,ft`` runs DP fine-tuning through the real local runner (smoke sizes): its cell states the
+    release's epsilon (at most the cell's) and reads the whole split, like DP-KPS."""
+    from dpkit.experiments.cells import LocalCells
+    from dpkit.experiments.compare import configs, method_of
+    from dpkit.experiments.presets import get_preset, parse_methods
+
+    assert parse_methods("kps,ft") == ("kps", "ft") and method_of("ft") == "ft"
+    sizes = Sizes(per_class=3)
+    config = configs(8.0, sizes, document_type="review")["ft"]
+    assert (config.n_per_class, config.epsilon, config.document_type, config.steps) == (3, 8.0, "review", 48)
+    smoke = get_preset("smoke")
+    out = LocalCells(smoke)("rotten_tomatoes", "ft", 4.0, 0)
+    assert 0 < out["release"]["epsilon"] <= 4.0 and out["release"]["n_texts"] == 2
+    assert out["release"]["n_records_read"] == out["metrics"]["n_private_records"]
+    assert len(out["texts"]["texts"]) == 2 and set(out["texts"]["labels"]) == {"negative", "positive"}

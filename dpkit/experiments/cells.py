@@ -142,7 +142,7 @@ class LocalCells:
         else:
             cfg = configs(epsilon, self.preset.sizes, document_type=DOCUMENT_TYPES.get(dataset, "short text"),
                           smoke=self.preset.smoke)[method]
-            if method == "kps":
+            if method in ("kps", "ft"):   # both read every record of the split
                 source = records
             else:
                 chosen = subset if method == "dpst" else per_class_subset(

@@ -37,7 +37,9 @@ NOISE_OFF_EPSILON = MAX_EPSILON  # the largest budget a Config accepts; cells st
 METHOD_NAMES = ("kps", "pp", "dpst")
 #: Extra rows a comparison may ask for (``--methods``): a name -> the dpkit method that runs it.
 #: ``pp_ink``: private prediction's InvisibleInk variant (DClip + Top-k+, :mod:`dpkit.privpred.invisibleink`).
-VARIANT_ROWS = {"pp_ink": "pp"}
+#: ``ft``: DP fine-tuning (:mod:`dpkit.methods.ft`), the reference family of private prediction's paper: an
+#: extra row, not one of :data:`METHOD_NAMES`, so the presets stored before it keep their cells.
+VARIANT_ROWS = {"pp_ink": "pp", "ft": "ft"}
 
 
 def method_of(row: str) -> str:
@@ -111,6 +113,10 @@ def configs(epsilon: float, sizes: Sizes, *, document_type: str, vocabulary: str
                             label_share=sizes.dpst_label_share, max_new_tokens=sizes.max_new_tokens,
                             document_type=document_type),
     }
+    # DP fine-tuning reads every record of the split (Poisson-sampled steps) and writes per_class texts per label;
+    # its training schedule is its own defaults (the smoke preset's in a smoke run)
+    out["ft"] = (methods.ft.Config.smoke(eps, n_per_class=sizes.per_class, document_type=document_type) if smoke
+                 else methods.ft.Config(epsilon=eps, n_per_class=sizes.per_class, document_type=document_type))
     if smoke:
         out["dpst"] = replace(out["dpst"], n_articles=12)
     out["pp_ink"] = invisibleink_config(out["pp"])
