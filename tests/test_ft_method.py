@@ -230,3 +230,18 @@ def test_a_crash_after_the_first_checkpoint_resumes_there_without_a_second_charg
     again = ft.synthesize(records(), config, run, tiny_lm, np.random.SeedSequence(seed))
     run.close()
     assert steps_run == [] and again.records == resumed.records   # a finished run trains and samples nothing
+
+
+def test_the_public_path_reads_no_record_and_writes_the_releases_sizes_without_training(tiny_lm, monkeypatch):
+    """The reference a release is scored against: same model, prefixes, sampling and sizes; no record, no step."""
+    import inspect
+
+    assert "records" not in inspect.signature(ft.public_path_texts).parameters
+    monkeypatch.setattr(ft, "train", lambda *a, **k: pytest.fail("the public path must not train"))
+    config = smoke(n_per_class=3)
+    texts = ft.public_path_texts(("ham", "spam"), config, tiny_lm, np.random.SeedSequence(5))
+    assert [t["label"] for t in texts] == ["ham"] * 3 + ["spam"] * 3
+    again = ft.public_path_texts(("ham", "spam"), config, tiny_lm, np.random.SeedSequence(5))
+    assert texts == again                                   # seeded: the same texts
+    other = ft.public_path_texts(("ham", "spam"), config, tiny_lm, np.random.SeedSequence(6))
+    assert [t["text"] for t in other] != [t["text"] for t in texts]

@@ -36,6 +36,7 @@ process: the local model only (API backends are refused before anything runs).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
 
 import numpy as np
 import torch
@@ -305,11 +306,7 @@ def synthesize(records: Records, config: Config, run, backend, seed_sequence: np
     records = records.capped(config.max_chars)
     label_set = records.label_set if records.labelled else (None,)
     prefixes = [prefix_text(config.document_type, name) for name in label_set]
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(0)   # the adapters' initial weights: a public, fixed draw (LoRA's B starts at zero)
-        adapter = AdapterLM(lm.model, lm.tokenizer, adapter_layers=config.adapter_layers,
-                            modules=parse_modules(config.lora_modules), rank=config.lora_rank,
-                            alpha=config.lora_alpha, bf16=config.bf16, max_text_tokens=config.max_text_tokens)
+    adapter = _initial_adapter(lm, config)
     latest = _latest_checkpoint(run)
     start = None
     if latest is not None:
@@ -348,6 +345,28 @@ def synthesize(records: Records, config: Config, run, backend, seed_sequence: np
                           "sum of four draws, halved); it is not an exact sampler, and its generator is seeded "
                           "with 64 bits of the run's entropy",),
                    public_rules=config.public_rules())
+
+
+def _initial_adapter(lm, config: Config) -> AdapterLM:
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)   # the adapters' initial weights: a public, fixed draw (LoRA's B starts at zero)
+        return AdapterLM(lm.model, lm.tokenizer, adapter_layers=config.adapter_layers,
+                         modules=parse_modules(config.lora_modules), rank=config.lora_rank,
+                         alpha=config.lora_alpha, bf16=config.bf16, max_text_tokens=config.max_text_tokens)
+
+
+def public_path_texts(label_set: Sequence[str], config: Config, backend,
+                      seed_sequence: np.random.SeedSequence) -> list[dict]:
+    """DP fine-tuning's reference that reads no record: ``n_per_class`` texts per label from the same model,
+    prefixes, sampling and redraw rule as a release, with the adapters as initialised (LoRA's B is zero, so
+    the merged model is the base model). Its arguments are the public label set and configuration: no record
+    reaches it, so a release's gain over these texts is what the DP-SGD steps learned from the data."""
+    lm = training_lm(backend)
+    adapter = _initial_adapter(lm, config)
+    prefixes = [prefix_text(config.document_type, name) for name in label_set]
+    texts = _sample(adapter, config, None, tuple(label_set), prefixes, seed_sequence)
+    return [{"text": texts[f"text-{c}-{i}"].strip(), "label": name}
+            for c, name in enumerate(label_set) for i in range(config.n_per_class)]
 
 
 def _no_recompute(name: str):
