@@ -21,7 +21,8 @@ from scipy import stats
 from dpkit.experiments.compare import t_interval
 from dpkit.textmetrics.surface import pair_repeats
 
-LABELS = {"kps": "DP-KPS", "pp": "private prediction", "dpst": "DP-ST"}
+LABELS = {"kps": "DP-KPS", "pp": "private prediction", "dpst": "DP-ST", "ft": "DP fine-tuning",
+          "ft_public": "DP fine-tuning's public path (reads no record)"}
 TARGET_S = 15 * 60
 
 
