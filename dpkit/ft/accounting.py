@@ -43,6 +43,8 @@ import logging
 import math
 from dataclasses import asdict, dataclass
 
+import dp_accounting
+from dp_accounting import pld, rdp
 from scipy.optimize import brentq
 
 from dpkit.privacy.contract import PrivacyContract
@@ -69,8 +71,6 @@ def _check_step_parameters(noise_multiplier, sample_rate, steps) -> tuple[float,
 
 def dp_event(noise_multiplier: float, sample_rate: float, steps: int):
     """dp-accounting's event for ``steps`` Poisson-subsampled Gaussian steps (what the accountants compose)."""
-    import dp_accounting
-
     noise_multiplier, sample_rate, steps = _check_step_parameters(noise_multiplier, sample_rate, steps)
     step = dp_accounting.PoissonSampledDpEvent(sample_rate, dp_accounting.GaussianDpEvent(noise_multiplier))
     return dp_accounting.SelfComposedDpEvent(step, steps)
@@ -95,8 +95,6 @@ def _quiet_absl():
 @functools.lru_cache(maxsize=4096)
 def _epsilon(noise_multiplier: float, sample_rate: float, steps: int, delta: float, accountant: str,
              discretization: float = PLD_DISCRETIZATION) -> float:
-    from dp_accounting import pld, rdp
-
     event = dp_event(noise_multiplier, sample_rate, steps)
     if accountant == "pld":
         engine = pld.PLDAccountant(value_discretization_interval=discretization)

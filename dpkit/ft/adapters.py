@@ -38,6 +38,7 @@ from typing import Sequence
 
 import numpy as np
 import torch
+from peft import LoraConfig, inject_adapter_in_model
 
 from dpkit.validate import ParameterError, check_int
 
@@ -87,8 +88,6 @@ class TopLayers(torch.nn.Module):
 
     def __init__(self, model, n_layers: int, modules: Sequence[str], rank: int, alpha: float, bf16: bool):
         super().__init__()
-        from peft import LoraConfig, inject_adapter_in_model
-
         base = model.model
         total = len(base.layers)
         self.layers = torch.nn.ModuleList([copy.deepcopy(layer) for layer in base.layers[total - n_layers:]])

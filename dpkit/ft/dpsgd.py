@@ -47,6 +47,8 @@ from typing import Callable
 
 import numpy as np
 import torch
+from opacus import GradSampleModule
+from opacus.optimizers import DPOptimizer
 
 from dpkit.seeds import child, generator
 from dpkit.validate import ParameterError, check_int, check_positive
@@ -89,8 +91,6 @@ def noise_seed(seed_sequence: np.random.SeedSequence, step: int) -> int:
 
 
 def _optimizer(top, plan: StepPlan, noise: torch.Generator):
-    from opacus.optimizers import DPOptimizer
-
     params = [p for p in top.parameters() if p.requires_grad]
     base = torch.optim.Adam(params, lr=plan.learning_rate)
     optimizer = DPOptimizer(base, noise_multiplier=plan.noise_multiplier, max_grad_norm=plan.clip_norm,
@@ -114,8 +114,6 @@ def train(top: torch.nn.Module, states: torch.Tensor, next_ids: torch.Tensor, we
     ``weights`` (n, L) each position's share of its record's loss. ``start``: a state from
     ``on_checkpoint`` to resume from (``step``, ``adapter``, ``optimizer``).
     """
-    from opacus import GradSampleModule
-
     n = int(states.shape[0])
     noise = torch.Generator()
     with warnings.catch_warnings():
