@@ -19,6 +19,8 @@ import json
 import sys
 
 from dpkit import runtime
+from dpkit.audit.mechanism import registry
+from dpkit.audit.mechanism.power import samples_needed
 from dpkit.audit.release import blackbox, method_run
 from dpkit.audit.release.audit import summary
 from dpkit.audit.release.scorers import DEFAULT_SCORERS
@@ -30,8 +32,6 @@ from dpkit.validate import ParameterError
 
 
 def _list(args: argparse.Namespace) -> int:
-    from dpkit.audit.mechanism import registry
-
     specs = registry.specs()
     if args.json:
         print(json.dumps([s.to_dict() for s in specs], indent=2))
@@ -46,8 +46,6 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from dpkit.audit.mechanism import registry
-
     try:
         spec = registry.get(args.name)
         result = registry.run_audit(spec.name, args.epsilon, samples=args.samples, seed=args.seed,
@@ -74,8 +72,6 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _samples(args: argparse.Namespace) -> int:
-    from dpkit.audit.mechanism.power import samples_needed
-
     try:
         if not args.violation > args.claim:
             raise ParameterError("violation", args.violation, f"must exceed the claim {args.claim:g}")

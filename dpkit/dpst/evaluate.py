@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import Sequence
 
 import numpy as np
+from sklearn.metrics import f1_score
 
 from dpkit.evaluation import classifier
 from dpkit.models.embed import load_embedder
@@ -51,7 +52,6 @@ def fit_classifier(features: np.ndarray, labels: Sequence[int], seed: int = 0):
 
 
 def macro_f1(clf, features: np.ndarray, labels: Sequence[int]) -> float:
-    from sklearn.metrics import f1_score
     return float(f1_score(np.asarray(labels), clf.predict(features), average="macro"))
 
 

@@ -23,6 +23,7 @@ finite total.
 
 from __future__ import annotations
 
+from dpkit.dpst import privatize, topic
 from dpkit.privacy import PrivacyLedger
 from dpkit.validate import ParameterError, check_int
 
@@ -38,8 +39,6 @@ class ChapterLedger:
     def charge(self, mechanism, n_documents: int, label: str) -> None:
         """Record one release: ``mechanism`` (a :class:`~dpkit.dpst.privatize.DPST` or a
         :class:`~dpkit.dpst.topic.TopicDPST`) applied to ``n_documents`` documents, each privatized alone."""
-        from dpkit.dpst import privatize, topic
-
         if not isinstance(mechanism, (privatize.DPST, topic.TopicDPST)):
             raise ParameterError("mechanism", mechanism, "must be a dpkit.dpst.DPST or a dpkit.dpst.topic.TopicDPST")
         n_documents = check_int("n_documents", n_documents, minimum=1)

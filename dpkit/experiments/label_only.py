@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Sequence
 
 import numpy as np
+import pandas as pd
 
 from dpkit.experiments.compare import t_interval
 from dpkit.experiments.rows_report import difference_of_means, scores
@@ -162,8 +163,6 @@ def gains_over_label_only(frame, metric: str = "balanced_accuracy"):
     of ``metric`` over the label-only cells of the same data set, paired by seed (:func:`gain_over_reference`).
     Rows: ``dataset, method, epsilon, seeds, gain, low, high, above_zero``; empty when no label-only cell is
     stored (run the preset with ``--methods ...,label_only``)."""
-    import pandas as pd
-
     out = []
     reference = frame[frame.method == REFERENCE]
     for (dataset, method, epsilon), part in frame[frame.method != REFERENCE].groupby(

@@ -26,6 +26,7 @@ import re
 from typing import Sequence
 
 import numpy as np
+from scipy import stats
 
 from dpkit.validate import ParameterError, check_int
 
@@ -85,8 +86,6 @@ def duplicate_share(texts: Sequence[str]) -> float:
 
 def length_report(synthetic: Sequence[str], real: Sequence[str]) -> dict:
     """Words per text of both sets, and how far apart the two length distributions are (module docstring)."""
-    from scipy import stats
-
     a, b = word_counts(synthetic), word_counts(real)
     if not len(a) or not len(b):
         raise ParameterError("texts", f"<{len(a)} synthetic, {len(b)} real>", "must both be non-empty")

@@ -33,6 +33,7 @@ from pathlib import Path
 
 from dpkit.audit.release.audit import NEIGHBOURING, audit_release
 from dpkit.audit.release.scorers import scorer
+from dpkit.data.tables import label_set, parse_labels, read_table
 from dpkit.io import atomic_write_text
 from dpkit.methods import Records
 from dpkit.validate import ParameterError, check_choice, check_in_range, check_int, check_positive
@@ -134,8 +135,6 @@ def requested(args) -> bool:
 
 def run(args) -> dict:
     """``dpkit audit release --command/--python``: validate, audit once, write ``--out``; the result dict."""
-    from dpkit.data.tables import label_set, parse_labels, read_table
-
     if getattr(args, "method", None):
         raise ParameterError("method", args.method, "must be left out with --command or --python (one generator)")
     if args.command and args.python:

@@ -34,6 +34,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass
 
 import numpy as np
+from wordfreq import zipf_frequency
 
 from dpkit.audit.release.audit import release_texts
 from dpkit.audit.release.one_run import epsilon_lower_bound
@@ -64,8 +65,6 @@ class DisclosureResult:
 
 
 def _features(text: str) -> set:
-    from wordfreq import zipf_frequency
-
     words = words_of(text)
     grams = {tuple(words[i:i + 3]) for i in range(len(words) - 2)}
     return grams | {(w,) for w in words if len(w) > 3 and zipf_frequency(w, "en") < RARE_ZIPF}

@@ -41,6 +41,7 @@ from dpkit.audit.release.canaries import echo_canaries, make_canaries
 from dpkit.audit.release.analysis import ANALYSES, analyse, randomized_response_scores
 from dpkit.audit.release.fdp import gdp_mu_of_randomized_response
 from dpkit.audit.release.roc import auroc, tpr_at_fpr
+from dpkit.data.tables import label_set, read_table
 from dpkit.io import atomic_write_text
 from dpkit.methods import Records
 
@@ -75,8 +76,6 @@ def randomized_response_rows(runs: int, epsilons=EPSILONS, canaries=CANARIES, se
 
 
 def text_rows(runs: int, m: int = TEXT_CANARIES, seed: int = 48) -> list[dict]:
-    from dpkit.data.tables import label_set, read_table
-
     table = read_table(Path(__file__).resolve().parents[3] / "data" / "own_data_sample.csv", "text", "label")
     records = Records.from_strings(table.texts, table.labels, label_set(table.labels, None), declared=False)
     generators = {"echo 3 words of 3%": (lambda run: zoo.echo_words(0.03, 3, seed=run), math.inf),

@@ -36,6 +36,7 @@ import numpy as np
 
 import dpkit.kps.pipeline as pipeline
 from dpkit.backends.base import Backend
+from dpkit.dpst.privatize import DPST
 from dpkit.kps import vocabulary as vocab
 from dpkit.methods.registry import get_method  # a method module loads on first use (PyTorch)
 from dpkit.validate import ParameterError
@@ -140,8 +141,6 @@ def kps_raw_vocabulary(epsilon: float, *, backend=None, seed=None, **changes):
 @contextmanager
 def _capturing_prepare(store: list):
     """Record what DP-ST's (deterministic) triple extraction found, so the variant extracts only once."""
-    from dpkit.dpst.privatize import DPST
-
     real = DPST.prepare
 
     def prepare(self, texts):
