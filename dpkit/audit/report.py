@@ -23,9 +23,11 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 import numpy as np
+from dp_accounting import dp_event, pld
 
 from dpkit.audit.mechanism.adapters.dpsgd import DELTA as STEP_AUDIT_DELTA
 from dpkit.audit.mechanism.registry import audit_row
+from dpkit.dpst.mechanism import clipped_cosine
 from dpkit.ft.accounting import dpsgd_epsilon
 from dpkit.kps.rff import RandomFourierFeatures
 from dpkit.kps.vocabulary import max_l1_change
@@ -178,8 +180,6 @@ def _above_threshold(contract: Mapping[str, Any]) -> SensitivityCheck:
 
 
 def _dpst(contract: Mapping[str, Any]) -> SensitivityCheck:
-    from dpkit.dpst.mechanism import clipped_cosine
-
     rng = np.random.default_rng(0)
     u = clipped_cosine(rng.normal(size=(500, 8)), rng.normal(size=(50, 8)))
     spread = float(u.max() - u.min())
@@ -235,8 +235,6 @@ def _randomized_response(contract: Mapping[str, Any]) -> SensitivityCheck:
 
 
 def _dpsgd(contract: Mapping[str, Any]) -> SensitivityCheck:
-    from dp_accounting import dp_event, pld
-
     if (gap := _missing(contract, ["noise_multiplier", "sample_rate", "steps", "clip_norm"])) is not None:
         return gap
     p = _params(contract)
