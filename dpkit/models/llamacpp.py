@@ -51,9 +51,10 @@ from pathlib import Path
 from typing import Sequence, Union
 
 import numpy as np
+from jinja2 import ext, sandbox
 
 from dpkit import runtime
-from dpkit.models.llamacpp_batch import OPEN_CONTEXTS, SequenceContext
+from dpkit.models.llamacpp_batch import OPEN_CONTEXTS, SequenceContext, import_llama_cpp as _import_llama_cpp
 from dpkit.models.packages import BUNDLED_LM, smollm2_gguf
 from dpkit.models.voice import OpeningBan, cut_at_stop, split_prefill
 from dpkit.validate import ParameterError, check_int, check_positive
@@ -98,17 +99,6 @@ def choose_threads(load: float | None = None, cores: int | None = None) -> int:
         if load >= cores:
             return 1
     return min(8, cores)
-
-
-def _import_llama_cpp():
-    # OpenMP reads its wait policy when the library loads: sleeping (not spinning) workers between steps.
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-    try:
-        import llama_cpp
-    except ImportError as error:  # pragma: no cover - exercised where the package is absent
-        raise ImportError("the llama.cpp runtime needs the package 'llama-cpp-python' (installed by "
-                          "`make setup`); or choose the PyTorch runtime with DPKIT_RUNTIME=torch") from error
-    return llama_cpp
 
 
 def _gguf_path(model: str | os.PathLike | None) -> tuple[Path, str]:
@@ -457,8 +447,6 @@ def sample_tokens(logits: np.ndarray, temperature: float, top_p: float | None,
 
 def _render_template(template: str, messages: Messages, bos_token: str = "", eos_token: str = "") -> str:
     """Render a chat template the way Hugging Face tokenizers do (same jinja settings)."""
-    from jinja2 import ext, sandbox
-
     def raise_exception(message):
         raise ParameterError("messages", "<chat>", f"the model's chat template refused them: {message}")
 

@@ -18,6 +18,7 @@ Nothing here leaves the process: llama.cpp runs in-process on the CPU.
 
 from __future__ import annotations
 
+import os
 import weakref
 from typing import Sequence
 
@@ -30,6 +31,20 @@ class ContextFullError(RuntimeError):
     """A sequence outgrew the tokens reserved for it when the context was built."""
 
 
+def import_llama_cpp():
+    """The ``llama_cpp`` package (llama-cpp-python, an optional install): dpkit's one import of it.
+
+    OpenMP reads its wait policy when the library loads: sleeping (not spinning) workers between steps.
+    """
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    try:
+        import llama_cpp
+    except ImportError as error:  # pragma: no cover - exercised where the package is absent
+        raise ImportError("the llama.cpp runtime needs the package 'llama-cpp-python' (installed by "
+                          "`make setup`); or choose the PyTorch runtime with DPKIT_RUNTIME=torch") from error
+    return llama_cpp
+
+
 class SequenceContext:
     """A llama.cpp context holding ``n_seq`` sequences of at most ``seq_len`` tokens each.
 
@@ -40,8 +55,7 @@ class SequenceContext:
 
     def __init__(self, model, n_vocab: int, n_seq: int, seq_len: int, *, threads: int = 1,
                  unified: bool = False, n_batch: int = 512):
-        import llama_cpp as lc
-
+        lc = import_llama_cpp()
         self._lc = lc
         self.n_vocab, self.n_seq, self.seq_len, self.unified = int(n_vocab), int(n_seq), int(seq_len), bool(unified)
         params = lc.llama_context_default_params()

@@ -39,6 +39,7 @@ from __future__ import annotations
 from typing import Sequence
 
 import numpy as np
+import torch
 
 from dpkit.models.llamacpp import LlamaCppLM, choose_threads
 from dpkit.models.llamacpp_batch import SequenceContext
@@ -79,8 +80,6 @@ class LlamaCppGroup:
     def _wrap(self, array: np.ndarray):
         if not self._torch:
             return array
-        import torch
-
         return torch.from_numpy(array)
 
     @property
