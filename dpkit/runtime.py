@@ -63,6 +63,19 @@ def set_offline() -> None:
     quiet_model_libraries()
 
 
+def import_transformers():
+    """The ``transformers`` package: dpkit's one import of it (seconds of CPU; ``dpkit --help`` never makes it).
+
+    The first import comes after :func:`set_offline`: huggingface_hub reads ``HF_HUB_OFFLINE`` once, when it
+    is imported, so a module-level import of transformers anywhere in dpkit could go online.
+    """
+    if "transformers" not in sys.modules:
+        set_offline()
+    import transformers
+
+    return transformers
+
+
 def quiet_model_libraries() -> None:
     """No load-progress bars, advisory logs or widget warnings from the model libraries.
 

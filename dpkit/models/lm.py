@@ -35,12 +35,11 @@ def prepare_bundled_lm(force: bool = False) -> Path:
     if (target / "model.safetensors").exists() and not force:
         return target
     runtime.set_offline()
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
+    transformers = runtime.import_transformers()
     gguf = smollm2_gguf()
-    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=SMOLLM2_GGUF)
-    model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=SMOLLM2_GGUF,
-                                                 dtype=torch.float32)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(gguf.parent, gguf_file=SMOLLM2_GGUF)
+    model = transformers.AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=SMOLLM2_GGUF,
+                                                              dtype=torch.float32)
     # The weights are de-quantized to float32 on load; drop the GGUF marker so they can be saved.
     model.hf_quantizer = None
     model.config.__dict__.pop("quantization_config", None)
@@ -188,14 +187,13 @@ def load_lm(model: str | None = None, device: str | None = None) -> LocalLM:
     named hub model download; the book never does.
     """
     runtime.set_offline()
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
+    transformers = runtime.import_transformers()
     dev = _pick_device(device)
     if model is None:
         path, name = prepare_bundled_lm(), BUNDLED_LM
     else:
         path, name = model, model
     dtype = torch.float32 if dev.type == "cpu" else torch.bfloat16
-    tokenizer = AutoTokenizer.from_pretrained(path)
-    lm = AutoModelForCausalLM.from_pretrained(path, dtype=dtype).to(dev)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(path)
+    lm = transformers.AutoModelForCausalLM.from_pretrained(path, dtype=dtype).to(dev)
     return LocalLM(lm, tokenizer, name, dev)

@@ -210,9 +210,7 @@ def _bundled_tokenizer():
 
 def gguf_tokenizer(gguf: Path):
     """The Hugging Face tokenizer stored in the GGUF file ``gguf`` (read by transformers; no weights converted)."""
-    from transformers import AutoTokenizer
-
-    return AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    return runtime.import_transformers().AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
 
 
 def saved_tokenizer(folder: Path):
@@ -224,8 +222,7 @@ def saved_tokenizer(folder: Path):
     that decodes privately. A folder that names no class transformers exports goes through
     AutoTokenizer.
     """
-    import transformers
-
+    transformers = runtime.import_transformers()
     config = Path(folder) / "tokenizer_config.json"
     name = json.loads(config.read_text()).get("tokenizer_class") if config.exists() else None
     cls = getattr(transformers, name, None) if isinstance(name, str) else None

@@ -32,6 +32,8 @@ from typing import Sequence
 
 import torch
 
+from dpkit import runtime
+
 
 INITIAL_ROOM = 128   # new-token positions allocated up front; the buffers double when full
 
@@ -134,11 +136,10 @@ class CachedRows:
 def _attention_parts(model):
     # transformers is imported when a model is stepped, not when dpkit.privpred is (a heavy import that
     # the numpy-only users of this package -- the audits, the CLI's planning -- never need)
-    from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
-
+    attention_functions = runtime.import_transformers().modeling_utils.ALL_ATTENTION_FUNCTIONS
     attn = model.model.layers[0].self_attn
     rotary = sys.modules[type(attn).__module__].apply_rotary_pos_emb
-    attention = ALL_ATTENTION_FUNCTIONS.get_interface(model.config._attn_implementation, None)
+    attention = attention_functions.get_interface(model.config._attn_implementation, None)
     return rotary, attention
 
 
