@@ -93,8 +93,7 @@ def quiet_model_libraries() -> None:
 
         disable_progress_bars()
     if "transformers" in sys.modules and os.environ["TRANSFORMERS_VERBOSITY"] == "error":
-        from transformers.utils import logging as transformers_logging
-
+        transformers_logging = import_transformers().utils.logging
         transformers_logging.disable_progress_bar()
         transformers_logging.set_verbosity_error()
 
