@@ -50,7 +50,9 @@ def test_first_texts_follow_the_release_order_per_label(tmp_path):
 
 @pytest.mark.parametrize("stored", [STORED] + [ROOT / "results" / name for name in
                                              ("heldout-situations", "heldout-situations-topic", "heldout-problems",
-                                              "heldout-general", "heldout-passages")],
+                                              "heldout-general", "heldout-passages", "heldout-collections-ft",
+                                              "heldout-collections-ft-eps1", "heldout-collections-ft-public",
+                                              "heldout-collections-ft-untuned")],
                          ids=lambda p: p.name)
 def test_the_readme_quotes_the_stored_table(stored):
     if not (stored / "results.jsonl").exists():

@@ -197,10 +197,12 @@ def baselines_table(summary: dict) -> str:
 
 
 #: The stored 1,000-row releases of ``benchmarks/heldout_rows.py`` per held-out set (``results/<folder>``).
-HELDOUT_RELEASES = {"online_questions": "heldout-questions", "everyday_situations": "heldout-situations",
-                    "everyday_problems": "heldout-problems", "general_questions": "heldout-general",
-                    "short_passages": "heldout-passages"}
-METHOD_LABELS = {"kps": "DP-KPS", "pp": "private prediction", "dpst": "DP-ST"}
+#: A set may have several folders (one per run command); a method's releases are read from the first that has any.
+HELDOUT_RELEASES = {"online_questions": ("heldout-questions",), "everyday_situations": ("heldout-situations",),
+                    "everyday_problems": ("heldout-problems",), "general_questions": ("heldout-general",),
+                    "short_passages": ("heldout-passages",),
+                    "question_collections": ("heldout-collections", "heldout-collections-ft")}
+METHOD_LABELS = {"kps": "DP-KPS", "pp": "private prediction", "dpst": "DP-ST", "ft": "DP fine-tuning"}
 
 
 def release_gains(results_root, summary: dict) -> list[dict]:
@@ -211,12 +213,11 @@ def release_gains(results_root, summary: dict) -> list[dict]:
     interval covers the reference's variation, not the release's)."""
     out = []
     for row in summary["sets"]:
-        folder = HELDOUT_RELEASES.get(row["set"])
-        if folder is None or not (Path(results_root) / folder / "results.jsonl").exists():
-            continue
+        folders = [Path(results_root) / name for name in HELDOUT_RELEASES.get(row["set"], ())
+                   if (Path(results_root) / name / "results.jsonl").exists()]
         draws = row["label_only"]["draws"]
         for method in METHOD_LABELS:
-            values = scores(Path(results_root) / folder, method)
+            values = next((found for found in (scores(folder, method) for folder in folders) if found), [])
             if not values:
                 continue
             if len(values) >= 2 and len(draws) >= 2:
