@@ -1,6 +1,7 @@
 """``dpkit audit release --command / --python``: any generator as a black box, bad input exits 2."""
 
 import json
+import re
 import sys
 import warnings
 
@@ -59,7 +60,12 @@ def test_an_input_independent_script_is_not_refuted(tmp_path, capsys):
     script = _script(tmp_path, QUIET)
     assert main(_args("--command", f"{sys.executable} {script} {{input}} {{output}}")) == 0
     text = capsys.readouterr().out
-    assert "verdict: not refuted" in text and "epsilon >= 0.000" in text
+    # every canary scores the same against a constant release: the attack has no signal (AUROC exactly 0.5). The
+    # guesses among tied scores are drawn at random, so a few may be right by chance and the bound may sit a
+    # little above 0 (it did in 1 of many runs: a flaky "epsilon >= 0.000" was asserted here); it stays far
+    # below the claim
+    bound = float(re.search(r"Steinke et al. one-run bound: +epsilon >= ([0-9.]+)", text).group(1))
+    assert "verdict: not refuted" in text and "AUROC 0.500" in text and bound < 0.5, text
 
 
 def copy_every_third(rows):
