@@ -239,3 +239,27 @@ def test_no_stored_result_claims_more_than_its_gain_over_the_label_only_generato
         flat = " ".join(text.replace("\\n", " ").split())
         for claim in ("room to spare", "well above the 0.65", "Every method met the accuracy target"):
             assert claim not in flat, claim
+
+
+def test_a_release_is_measured_against_the_label_only_reference_nearest_its_size():
+    from dpkit.experiments.label_only import matching_reference
+
+    default = {"per_class": 16, "draws": [0.5, 0.6, 0.7], "mean": 0.6}
+    more_draws = {"per_class": 16, "draws": [0.5] * 10, "mean": 0.5}
+    large = {"per_class": 100, "draws": [0.8] * 5, "mean": 0.8}
+    assert matching_reference(default, [more_draws, large], 16) is more_draws   # same size: the most draws
+    assert matching_reference(default, [more_draws, large], 100) is large
+    assert matching_reference(default, [more_draws, large], 500) is large       # the nearest size
+    assert matching_reference(default, [more_draws, large], None) is default    # size unknown: the default
+    assert matching_reference(default, [], 500) is default
+
+
+def test_the_stored_gains_use_the_reference_of_each_release_size():
+    from dpkit.experiments.label_only import release_gains
+
+    gains = release_gains(ROOT / "results", _summary())
+    sizes = {(g["set"], g["method"]): (g["per_class"], g["label_only_size"][0]) for g in gains}
+    assert sizes[("question_collections", "pp")] == (16, 16)
+    for (name, method), (released, reference) in sizes.items():
+        if name != "question_collections":
+            assert reference == 16, (name, method)   # only the eighth set has references of other sizes

@@ -25,6 +25,8 @@ Nothing here is a mechanism and nothing reads a private record: no privacy is sp
 
 from __future__ import annotations
 
+import json
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from dpkit.experiments.compare import t_interval
-from dpkit.experiments.rows_report import difference_of_means, scores
+from dpkit.experiments.rows_report import difference_of_means, load_rows, scores
 from dpkit.models.voice import document_voice
 from dpkit.privacy.marks import Public
 from dpkit.validate import ParameterError, check_int
@@ -205,39 +207,81 @@ HELDOUT_RELEASES = {"online_questions": ("heldout-questions",), "everyday_situat
 METHOD_LABELS = {"kps": "DP-KPS", "pp": "private prediction", "dpst": "DP-ST", "ft": "DP fine-tuning"}
 
 
-def release_gains(results_root, summary: dict) -> list[dict]:
+#: Label-only measurements at other sizes (``benchmarks/heldout_baselines.py --per-class N --draws D --out
+#: results/<folder>``): a method's gain is taken over the reference that writes as many texts per label as its
+#: releases do, or the nearest size stored (:func:`matching_reference`).
+SIZED_BASELINES = ("heldout-baselines-collections-16x10", "heldout-baselines-collections-100x5")
+
+
+def texts_per_label(folder: Path, method: str, labels: int) -> int | None:
+    """Texts per label of ``method``'s scored releases in ``folder`` (their size is public: a method's
+    configuration), or None when none is stored."""
+    sizes = [r["evaluation"]["n_synthetic"] for r in load_rows(folder)
+             if r["method"] == method and "evaluation" in r]
+    return round(sum(sizes) / len(sizes) / labels) if sizes else None
+
+
+def sized_references(results_root, names: Sequence[str] = SIZED_BASELINES) -> dict[str, list[dict]]:
+    """Per held-out set, the ``label_only`` entries of the stored measurements ``names`` (missing ones skipped)."""
+    out: dict[str, list[dict]] = {}
+    for name in names:
+        path = Path(results_root) / name / "summary.json"
+        if path.exists():
+            for row in json.loads(path.read_text())["sets"]:
+                out.setdefault(row["set"], []).append(row["label_only"])
+    return out
+
+
+def matching_reference(default: dict, others: Sequence[dict], per_class: int | None) -> dict:
+    """The stored reference nearest the release's size (texts per label, on a log scale; among equals the one
+    with the most draws); ``default`` when the size is unknown. A larger reference trains the classifier on
+    more texts, so it is the fairer yardstick for a larger release."""
+    if per_class is None:
+        return default
+    return min((default, *others), key=lambda r: (abs(math.log(r["per_class"] / per_class)), -len(r["draws"])))
+
+
+def release_gains(results_root, summary: dict, sized: Sequence[str] = SIZED_BASELINES) -> list[dict]:
     """Per held-out set with stored releases and per method: the releases' balanced accuracies, and the gain of
     their mean over the label-only generator's mean with a 95% interval -- Welch's over the releases and the
     label-only draws when a method has two releases or more (:func:`~dpkit.experiments.rows_report.
     difference_of_means`), else Student's over the draws alone (the one release taken as fixed: the
-    interval covers the reference's variation, not the release's)."""
+    interval covers the reference's variation, not the release's). The reference is the one of the
+    stored one nearest the release's size (:func:`matching_reference`)."""
     out = []
+    others = sized_references(results_root, sized)
     for row in summary["sets"]:
         folders = [Path(results_root) / name for name in HELDOUT_RELEASES.get(row["set"], ())
                    if (Path(results_root) / name / "results.jsonl").exists()]
-        draws = row["label_only"]["draws"]
         for method in METHOD_LABELS:
-            values = next((found for found in (scores(folder, method) for folder in folders) if found), [])
-            if not values:
+            found = next(((folder, values) for folder in folders if (values := scores(folder, method))), None)
+            if found is None:
                 continue
+            folder, values = found
+            per_class = texts_per_label(folder, method, len(row["labels"]))
+            reference = matching_reference(row["label_only"], others.get(row["set"], ()), per_class)
+            draws = reference["draws"]
             if len(values) >= 2 and len(draws) >= 2:
                 d = difference_of_means(values, draws)
                 gain, low, high = d["mean"], d["low"], d["high"]
             else:
                 gain, low, high = t_interval([float(np.mean(values)) - x for x in draws])
             out.append({"set": row["set"], "method": method, "releases": [round(v, 4) for v in values],
-                        "label_only": row["label_only"]["mean"], "keyword_rule": row["keyword_rule"]["estimate"],
+                        "per_class": per_class, "label_only": reference["mean"],
+                        "label_only_size": (reference["per_class"], len(draws)),
+                        "keyword_rule": row["keyword_rule"]["estimate"],
                         "gain": gain, "low": low, "high": high, "above_zero": bool(low > 0)})
     return out
 
 
 def gains_table(gains: Sequence[dict]) -> str:
     """Markdown of :func:`release_gains`."""
-    lines = ["| held-out set | method | release(s) | keyword rule | label-only | gain over label-only [95%] |",
-             "|---|---|---|---|---|---|"]
+    lines = ["| held-out set | method | release(s) | keyword rule | label-only (texts per label x draws) "
+             "| gain over label-only [95%] |", "|---|---|---|---|---|---|"]
     for g in gains:
         mark = " (above 0)" if g["above_zero"] else ""
         lines.append(f"| `{g['set']}` | {METHOD_LABELS[g['method']]} | {', '.join(f'{v:.3f}' for v in g['releases'])}"
-                     f" | {g['keyword_rule']:.3f} | {g['label_only']:.3f} | {g['gain']:+.3f} [{g['low']:+.3f}, "
+                     f" | {g['keyword_rule']:.3f} | {g['label_only']:.3f} ({g['label_only_size'][0]} x "
+                     f"{g['label_only_size'][1]}) | {g['gain']:+.3f} [{g['low']:+.3f}, "
                      f"{g['high']:+.3f}]{mark} |")
     return "\n".join(lines)
