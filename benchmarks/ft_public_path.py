@@ -34,6 +34,9 @@ from dpkit.backends import get_backend
 from dpkit.experiments.provenance import git_commit, machine
 from dpkit.methods import ft
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from heldout_rows import evaluate_command  # noqa: E402  (a sibling script: the same scoring command)
+
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -64,9 +67,7 @@ def main(argv=None) -> int:
         release = args.out / f"rep-{repeat}" / "ft_public" / "release" / "synthetic.jsonl"
         release.parent.mkdir(parents=True, exist_ok=True)
         release.write_text("".join(json.dumps(t) + "\n" for t in texts))
-        proc = subprocess.run([sys.executable, "-m", "dpkit", "evaluate", "--synthetic", str(release), "--test",
-                               str(args.split / "test.csv"), "--real", str(args.split / "train.csv"),
-                               "--text-column", "text", "--label-column", "label", "--json"],
+        proc = subprocess.run(evaluate_command(release, args.split / "train.csv", args.split / "test.csv"),
                               capture_output=True, text=True, check=True)
         row = {"method": "ft_public", "repeat": repeat, "status": 0, "wall_s": round(wall, 1),
                "evaluation": json.loads(proc.stdout)}

@@ -86,6 +86,12 @@ def run(command: list[str], timeout: float, peak: dict | None = None) -> tuple[o
     return proc.returncode, proc.stdout if proc.returncode == 0 else (stderr or proc.stdout)[-400:], wall
 
 
+def evaluate_command(release: Path, train: Path, test: Path) -> list[str]:
+    """``dpkit evaluate`` of a release against the real split (``--json``: the stable format)."""
+    return [sys.executable, "-m", "dpkit", "evaluate", "--synthetic", str(release), "--test", str(test),
+            "--real", str(train), "--text-column", "text", "--label-column", "label", "--json"]
+
+
 def one(method: str, repeat: int, args, train: Path, test: Path, document_type: str) -> dict:
     out = args.out / f"rep-{repeat}" / method
     synth = [sys.executable, "-m", "dpkit", "synth", method, "--input", str(train), "--text-column", "text",
@@ -101,9 +107,7 @@ def one(method: str, repeat: int, args, train: Path, test: Path, document_type: 
     if status != 0 or not release.exists():
         row["error"] = text.strip().splitlines()[-1] if text.strip() else ""
         return row
-    status, text, _ = run([sys.executable, "-m", "dpkit", "evaluate", "--synthetic", str(release), "--test", str(test),
-                           "--real", str(train), "--text-column", "text", "--label-column", "label", "--json"],
-                          args.timeout)
+    status, text, _ = run(evaluate_command(release, train, test), args.timeout)
     if status != 0:
         row["error"] = f"evaluate: {text.strip()[-200:]}"
         return row
