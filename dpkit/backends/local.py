@@ -33,6 +33,7 @@ from typing import Any
 from dpkit.backends.base import Backend, GenerationParams
 from dpkit.backends.cache import ResponseCache
 from dpkit.backends.guard import require_sendable
+from dpkit.models import llamacpp
 from dpkit.models.named import display_name, resolve_model
 from dpkit.models.packages import BUNDLED_LM
 from dpkit.privacy.marks import is_sealed
@@ -56,8 +57,6 @@ def resolve_runtime(runtime: str | None, model: str | None = None, device: str |
     (default ``"auto"``; see the module docstring). Raises ``ParameterError`` for a choice
     that cannot work (llama.cpp on a GPU, with a non-GGUF model, or not installed).
     """
-    from dpkit.models import llamacpp
-
     runtime = runtime or os.environ.get("DPKIT_RUNTIME") or "auto"
     if runtime not in RUNTIMES:
         raise ParameterError("runtime", runtime, f"must be one of {list(RUNTIMES)} (or set DPKIT_RUNTIME)")
@@ -133,9 +132,7 @@ class LocalBackend(Backend):
         if self.runtime == "torch":
             return self.lm
         if self._generator is None:
-            from dpkit.models.llamacpp import load_llamacpp
-
-            self._generator = load_llamacpp(self.model_request)
+            self._generator = llamacpp.load_llamacpp(self.model_request)
         return self._generator
 
     def _cache_namespace(self) -> str:

@@ -11,6 +11,8 @@ import re
 from collections import Counter
 from functools import lru_cache
 
+import wordfreq
+
 from ..models.packages import MissingPackageError, package_dir
 from ..validate import ParameterError, check_int
 
@@ -36,8 +38,6 @@ injured involved level region type degree
 # --------------------------------------------------------------------------- English
 @lru_cache(maxsize=8)
 def _english(n: int, min_length: int, remove_stop_words: bool) -> tuple[str, ...]:
-    import wordfreq  # noqa: F401  (import error handled by the caller)
-
     stop = _stop_words() if remove_stop_words else frozenset()
     size = max(2 * n, 5000)
     while True:
@@ -68,7 +68,6 @@ def english_vocabulary(n: int = 10_000, *, min_length: int = 2,
     if not isinstance(remove_stop_words, bool):
         raise ParameterError("remove_stop_words", remove_stop_words, "must be True or False")
 
-    package_dir("wordfreq", "wordfreq")
     words = _english(n, min_length, remove_stop_words)
     if len(words) < n:
         raise ParameterError("n", n, f"must be <= {len(words)}, the number of words that "

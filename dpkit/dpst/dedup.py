@@ -19,6 +19,7 @@ from functools import lru_cache
 from typing import Callable, Sequence, TypeVar
 
 import numpy as np
+from wordfreq import tokenize, word_frequency
 
 from dpkit.validate import ParameterError, check_in_range, check_int
 
@@ -112,8 +113,6 @@ def unigram_perplexity(texts: Sequence[str], floor: float = 1e-8) -> np.ndarray:
     scored on a CPU (the public corpus build); it ranks common phrasing over rare
     tokens but ignores word order.
     """
-    from wordfreq import tokenize, word_frequency
-
     if isinstance(texts, str):
         raise ParameterError("texts", texts, "must be a sequence of strings, not one string")
     out = []

@@ -37,6 +37,7 @@ from dpkit.backends import get_backend
 from dpkit.data import load_dataset
 from dpkit.evaluation import evaluate
 from dpkit.experiments.compare import configs, method_of, per_class_subset, pp_decoding_key
+from dpkit.experiments.kps_corpora import MemoEmbedder
 from dpkit.experiments.label_only import label_only_texts
 from dpkit.methods import Records
 from dpkit.models.embed import load_embedder
@@ -86,8 +87,6 @@ class LocalCells:
 
     def _models(self):
         if self._backend is None:
-            from dpkit.experiments.kps_corpora import MemoEmbedder  # PyTorch (DP-KPS)
-
             runtime.setup()
             self._backend = get_backend(self.backend_name, self.model_request)
             self._embedder = MemoEmbedder(load_embedder())

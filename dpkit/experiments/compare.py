@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 from typing import Sequence
 
 import numpy as np
+import pandas as pd
 from scipy import stats
 
 from dpkit import methods  # the method modules load PyTorch on first use, not on import (dpkit --help)
@@ -192,8 +193,6 @@ def summarize(rows: Sequence[dict], columns: Sequence[str] = ("balanced_accuracy
                                                                 "private_fraction", "similarity",
                                                                 "attack_private", "attack_original")):
     """One row per (method, epsilon): ``<column>``, ``<column>_low``, ``<column>_high`` over seeds."""
-    import pandas as pd
-
     frame = pd.DataFrame(list(rows))
     out = []
     for (method, epsilon), part in frame.groupby(["method", "epsilon"], sort=False):

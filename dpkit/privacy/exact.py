@@ -38,6 +38,7 @@ from contextlib import contextmanager
 from fractions import Fraction
 
 import numpy as np
+from mpmath import iv
 
 from dpkit.privacy._common import check_size
 from dpkit.validate import ParameterError, check_positive, check_rng
@@ -216,10 +217,7 @@ def _bernoulli_exp_batch(numerators: np.ndarray, den: int, rng: np.random.Genera
 
 @contextmanager
 def _intervals():
-    """mpmath's interval arithmetic ``iv`` (mpmath is imported here, on the rare draw that needs it); its
-    precision is restored on exit."""
-    from mpmath import iv
-
+    """mpmath's interval arithmetic ``iv``, its precision restored on exit."""
     saved = iv.prec
     try:
         yield iv

@@ -120,7 +120,8 @@ def progress(iterable: Iterable, *, total: int | None = None, desc: str | None =
 
 
 def _bar(iterable: Iterable | None = None, **options):
-    """A ``tqdm.auto`` bar (a notebook widget in a kernel, else text): tqdm is imported here, on first use."""
+    """A ``tqdm.auto`` bar (a notebook widget in a kernel, else text). tqdm is imported here, on first use: importing
+    ``tqdm.auto`` in a kernel without ipywidgets warns (``IProgress not found``) on the page."""
     from tqdm.auto import tqdm
 
     return tqdm(iterable, **options)

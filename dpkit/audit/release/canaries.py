@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
+import wordfreq
 
 from dpkit.audit.release.scorers import words_of
 from dpkit.validate import ParameterError, check_int
@@ -35,8 +36,6 @@ RARE_RANKS = (30_000, 100_000)
 @lru_cache(maxsize=1)
 def rare_words() -> tuple[str, ...]:
     """Public rare English words (wordfreq ranks 30k-100k, alphabetic, >= 7 letters), in list order."""
-    import wordfreq
-
     words = wordfreq.top_n_list("en", RARE_RANKS[1])[RARE_RANKS[0]:]
     return tuple(w for w in words if w.isascii() and w.isalpha() and len(w) >= 7)
 
