@@ -196,13 +196,16 @@ class TopicDPST:
             raise ParameterError("charge", type(charge).__name__,
                                  "must be the Charge of this mechanism (Charge(label, mechanism=it, groups=n)), "
                                  "recorded on the ledger")
-        out = []
+        drawn = []
         for (topic, mean), triples, child in zip(self._topics(prepared), prepared.triples, rng.spawn(len(prepared))):
             released = int(child.integers(self.corpus.k)) if topic is None else self._topic.sample(topic, child)
             pool = self._pool(released, mean)
             ids = child.choice(pool, size=min(self.triples, len(pool)), replace=False)
             info: dict[str, Any] = ({"extracted": list(triples), "topic": topic, "neighbourhood": released}
                                     if trace else {})
-            texts = release_texts([str(self.corpus.texts[j]) for j in ids], charge, source="dpkit.dpst")
-            out.append(PrivateDocument(tuple(texts), np.asarray(ids, dtype=np.int64), self.contract, trace=info))
-        return out
+            drawn.append((ids, info))
+        # every document's triples are marked by one call: the provenance (the same charge) is built once
+        texts = iter(release_texts([str(self.corpus.texts[j]) for ids, _ in drawn for j in ids], charge,
+                                   source="dpkit.dpst"))
+        return [PrivateDocument(tuple(next(texts) for _ in ids), np.asarray(ids, dtype=np.int64), self.contract,
+                                trace=info) for ids, info in drawn]

@@ -96,7 +96,9 @@ class Charge:
         if self.contract.measure == "approx":
             return 0.0
         one = self.contract.rho()
-        return parallel_rho([one] * self.groups) if self.parallel else sequential_rho([one] * self.count)
+        # parallel: the maximum over groups identical costs is that cost (parallel_rho([one]) checks it and
+        # returns it without building a list of groups copies: to_dict() runs once per released document)
+        return parallel_rho([one]) if self.parallel else sequential_rho([one] * self.count)
 
     @property
     def approx_epsilon(self) -> float:
@@ -112,19 +114,14 @@ class Charge:
         if c.epsilon is None or c.measure == "approx" or c.delta:
             raise ParameterError("ledger", self.label, "holds an entry without a pure epsilon "
                                  f"(measure {c.measure!r}); use ledger.epsilon(delta)")
-        return (parallel_epsilon([c.epsilon] * self.groups) if self.parallel
+        return (parallel_epsilon([c.epsilon]) if self.parallel  # the maximum of groups equal values
                 else sequential_epsilon([c.epsilon] * self.count))
 
     def dp_event(self):
         """This charge as a dp_accounting event (None when it costs nothing: zero runs)."""
         if self.runs == 0:
             return None
-        event = self.contract.to_dp_event()
-        if self.runs == 1:
-            return event
-        from dp_accounting import dp_event
-
-        return dp_event.SelfComposedDpEvent(event, self.runs)
+        return self.contract.to_dp_event(self.runs)
 
     def describe(self) -> str:
         """``"parallel over N disjoint groups"`` or ``"sequential xN"``."""
