@@ -263,8 +263,10 @@ class PrivacyContract:
             lines.append(f"note           {self.note}")
         return "\n".join(lines)
 
-    def to_dp_event(self):
-        """This contract as a dp_accounting ``DpEvent`` (for an independent accountant).
+    def to_dp_event(self, runs: int = 1):
+        """This contract as a dp_accounting ``DpEvent`` (for an independent accountant); with ``runs`` > 1, the
+        event of that many runs of it (``SelfComposedDpEvent``). dp_accounting is imported here, its one place in
+        :mod:`dpkit.privacy` (seconds to import; the ``[audit]`` extra).
 
         Additive noise gives its exact event: ``LaplaceDpEvent(scale/sensitivity)``,
         ``GaussianDpEvent(sigma/sensitivity)``, ``DiscreteLaplaceDpEvent`` on an
@@ -279,6 +281,11 @@ class PrivacyContract:
             from dp_accounting import dp_event
         except ImportError as error:  # pragma: no cover - dp-accounting is in the audit extra
             raise ImportError("to_dp_event needs dp-accounting (pip install 'dpkit[audit]')") from error
+        event = self._dp_event(dp_event)
+        return event if runs == 1 else dp_event.SelfComposedDpEvent(event, runs)
+
+    def _dp_event(self, dp_event):
+        """One run's event (``dp_event``: dp_accounting's module, which :meth:`to_dp_event` imports)."""
         p = self.parameters
         if self.sensitivity == 0:
             return dp_event.NoOpDpEvent()
