@@ -14,7 +14,7 @@ from importlib import import_module
 
 from dpkit import runtime
 from dpkit.models.embed import load_embedder
-from dpkit.runs import RunInUseError
+from dpkit.runs.errors import failure_exit_code, failure_line
 from dpkit.validate import ParameterError
 
 
@@ -95,15 +95,6 @@ def check_utf8_arguments(argv: list[str]) -> None:
                                           "(rename a file whose name is not UTF-8)")
 
 
-def failure_exit_code(error: BaseException) -> int | None:
-    """2 for bad input or a folder that cannot be used as asked, 1 for the environment, None otherwise."""
-    if isinstance(error, (ParameterError, RunInUseError)):
-        return 2
-    if isinstance(error, (OSError, MemoryError)):
-        return 1
-    return None
-
-
 INTERRUPTED = 130  # the shell's code for a process ended by SIGINT
 
 
@@ -111,20 +102,6 @@ def interrupted_line(argv: list[str]) -> str:
     """The one line for Ctrl-C: what is kept and the command (quoted for a POSIX shell) that resumes."""
     return ("interrupted (Ctrl-C). What was written is kept and no budget is spent twice; to resume, run the "
             f"same command again: dpkit {shlex.join(str(a) for a in argv)}")
-
-
-def failure_line(error: BaseException, out: str | None) -> str:
-    """One line naming the folder (and the file) and what to do; no private values."""
-    where = f" (run folder {out})" if out else ""
-    if isinstance(error, (ParameterError, RunInUseError)):
-        return f"{error}{where}"
-    if isinstance(error, MemoryError):
-        return (f"the environment failed{where}: out of memory ({error or 'MemoryError'}). What was written is "
-                "kept; lower the sizes (--set), free memory, or use a larger machine and rerun")
-    reason = getattr(error, "strerror", None) or type(error).__name__
-    path = f": {error.filename}" if getattr(error, "filename", None) else ""
-    return (f"the environment failed{where}: {reason}{path}. What was written is kept; fix the disk or "
-            "permissions and rerun the same command to resume (no budget is spent twice)")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -31,10 +31,7 @@ HEAVY = frozenset({"torch", "transformers", "sentence_transformers", "ray", "lla
 LAZY_METHODS = {"METHODS": tuple(METHOD_MODULES.values()), **{name: (module,) for name, module in METHOD_MODULES.items()}}
 SCOPE = PACKAGE
 #: Deferred imports that stay, each with its reason: (file, imported module) -> why.
-KEPT = {
-    ("dpkit/methods/cli.py", "dpkit.cli"): "the entry point's one-line failure format; dpkit.cli loads this "
-                                           "module by name, so a module-level import would run it twice",
-}
+KEPT: dict[tuple[str, str], str] = {}
 
 
 def _target(node: ast.AST, name: str, path: Path, known: set[str]) -> list[str]:

@@ -24,6 +24,7 @@ from dpkit.backends.base import BackendError
 from dpkit.methods.record import ALL_BACKENDS
 from dpkit.methods.registry import method_names
 from dpkit.privacy.ledger import BudgetExceededError
+from dpkit.runs.errors import failure_line
 from dpkit.runs.layout import DONE
 from dpkit.validate import ParameterError
 
@@ -43,8 +44,6 @@ def _synth(args: argparse.Namespace) -> int:
             raise ParameterError("--out", None, "is required (except with --plan): the run folder DIR")
         release, state = execute(plan(args), args.out)
     except ParameterError as error:  # bad input, a configuration mismatch, a corrupted folder
-        from dpkit.cli import failure_line  # the entry point's one-line format (dpkit.cli loads this module)
-
         print(f"dpkit synth: {failure_line(error, args.out)}", file=sys.stderr)
         return 2
     except BudgetExceededError as error:  # refused before the charge was recorded: nothing was released
