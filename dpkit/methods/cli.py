@@ -21,7 +21,9 @@ import sys
 from dpkit import runtime
 from dpkit.models.named import LOCAL_MODEL_HELP
 from dpkit.backends.base import BackendError
+from dpkit.methods import execution
 from dpkit.methods.record import ALL_BACKENDS
+from dpkit.methods.request import plan, plan_release
 from dpkit.methods.registry import method_names
 from dpkit.privacy.ledger import BudgetExceededError
 from dpkit.runs.errors import failure_line
@@ -33,16 +35,13 @@ from dpkit.validate import ParameterError
 def _synth(args: argparse.Namespace) -> int:
     """``dpkit synth``: plan (validate, read), then execute; each failure is one line and an exit code."""
     runtime.set_offline()
-    try:  # the methods load PyTorch: imported when a command runs, never for --help
-        from dpkit.methods.execution import execute
-        from dpkit.methods.request import plan, plan_release
-
+    try:  # the method modules (PyTorch) load when the plan asks for one, never for --help
         if getattr(args, "plan", False):
             print(plan_release(args).text())
             return 0
         if args.out is None:
             raise ParameterError("--out", None, "is required (except with --plan): the run folder DIR")
-        release, state = execute(plan(args), args.out)
+        release, state = execution.execute(plan(args), args.out)
     except ParameterError as error:  # bad input, a configuration mismatch, a corrupted folder
         print(f"dpkit synth: {failure_line(error, args.out)}", file=sys.stderr)
         return 2

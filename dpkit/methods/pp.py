@@ -22,7 +22,7 @@ import numpy as np
 from dpkit.methods.base import PrivacyStatement, Records, Release, check_inputs, config_dict
 from dpkit.methods.budget import ledger_guarantee, release_ledger
 from dpkit.methods.record import Method
-from dpkit.privpred.executors import check_executor
+from dpkit.privpred.executors import check_executor, make_executor
 from dpkit.privpred.llamacpp_engine import is_local_backend
 from dpkit.privpred.pipeline import (MEMORY_FIELDS, PrivatePredictionConfig, fitting_public_prompts,
                                      generate_synthetic, pp_charge, resolve_local_lm)
@@ -213,5 +213,5 @@ def variant_title(config: dict) -> str | None:
 METHOD = Method(name=NAME, title="Private prediction (private batched decoding)", Config=Config,
                 statement=STATEMENT, charges=charges, release_size=release_size, size_rule=SIZE_RULE,
                 synthesize=synthesize, smoke_rows=SMOKE_ROWS, smoke_max_rows=SMOKE_MAX_ROWS, check_sizes=check_sizes,
-                backends=BACKENDS, backend_rule=BACKEND_RULE, executors=EXECUTORS, takes_delta=TAKES_DELTA,
-                output_neutral=OUTPUT_NEUTRAL, variant=variant_title)
+                backends=BACKENDS, backend_rule=BACKEND_RULE, executors=EXECUTORS, make_executor=make_executor,
+                takes_delta=TAKES_DELTA, output_neutral=OUTPUT_NEUTRAL, variant=variant_title)

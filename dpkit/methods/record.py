@@ -43,7 +43,8 @@ class Method:
       run (a :class:`~dpkit.validate.ParameterError`), before anything is charged; None: nothing to check;
     * ``backends``: the backends it may run on (``backend_rule``: why, when that is not all of them);
       ``executors``: who may decode its private batches (empty: it decodes none, and ``--executor`` is
-      refused); ``takes_delta``: whether ``--delta`` applies;
+      refused), ``make_executor(name, workers, address, *, flags)`` the one ``--executor`` names (required
+      when ``executors`` is not empty); ``takes_delta``: whether ``--delta`` applies;
     * ``smoke_rows``, ``smoke_max_rows``: the ``--smoke`` preset's row bounds (the keep-fraction numerator
       once ``--rows`` is declared, or the first rows of a replace-one method; the most rows a smoke run
       reads, None: no further bound);
@@ -65,6 +66,7 @@ class Method:
     backends: tuple[str, ...] = ALL_BACKENDS
     backend_rule: str = ""
     executors: tuple[str, ...] = ()
+    make_executor: Callable | None = None
     takes_delta: bool = False
     output_neutral: tuple[str, ...] = ()
     variant: Callable[[dict], str | None] | None = None
@@ -78,6 +80,9 @@ class Method:
             raise ParameterError("backends", self.backends, f"must be a non-empty subset of {ALL_BACKENDS}")
         if not callable(getattr(self.Config, "smoke", None)):
             raise ParameterError("Config", self.Config, "must have a smoke(epsilon, **changes) preset")
+        if self.executors and not callable(self.make_executor):
+            raise ParameterError("make_executor", self.make_executor, "must build the executors it declares "
+                                 f"({', '.join(self.executors)})")
 
     @property
     def STATEMENT(self) -> PrivacyStatement:  # noqa: N802 - the path the book shows: METHODS[name].STATEMENT

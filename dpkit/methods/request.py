@@ -25,7 +25,6 @@ from dpkit.methods.planning import ReleasePlan, release_plan
 from dpkit.methods.registry import all_methods, get_method
 from dpkit.methods.settings import overrides
 from dpkit.privacy.ledger import BudgetExceededError
-from dpkit.privpred.executors import make_executor
 from dpkit.runs import file_digest
 from dpkit.validate import ParameterError, check_int
 
@@ -245,7 +244,7 @@ def _executor(args: argparse.Namespace, method):
                              workers if workers is not None else address, "needs --executor ray")
     if name is None:
         return None
-    return make_executor(name, workers, address, flags=True)
+    return method.make_executor(name, workers, address, flags=True)
 
 
 def _those(has) -> str:

@@ -28,6 +28,8 @@ from dpkit.audit.release.audit import audit_release, neighbouring_for
 from dpkit.audit.release.scorers import scorer
 from dpkit.io import atomic_write_text
 from dpkit.methods.base import config_dict
+from dpkit.methods.execution import execute
+from dpkit.methods.request import plan
 from dpkit.validate import ParameterError, check_in_range, check_int
 
 SMOKE_CANARIES = 200   # --smoke without --canaries: the cap on the bound is then 3.0 (see dpkit.audit.release.canaries)
@@ -98,9 +100,6 @@ def _audit_state(root: Path, settings: dict) -> dict:
 
 def run_release_audit(args: argparse.Namespace) -> dict:
     """Plan, then audit; returns the result dict (raises ParameterError on bad input)."""
-    from dpkit.methods.execution import execute  # the method modules load PyTorch
-    from dpkit.methods.request import plan
-
     scorers = tuple(s.strip() for s in args.scorers.split(",") if s.strip())
     if not scorers or len(set(scorers)) != len(scorers):
         raise ParameterError("--scorers", args.scorers, "must name distinct scorers: ngram, chars, embedding")
