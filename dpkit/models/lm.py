@@ -13,6 +13,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Sequence, Union
 
+import numpy as np
 import torch
 
 from dpkit import runtime
@@ -197,3 +198,38 @@ def load_lm(model: str | None = None, device: str | None = None) -> LocalLM:
     tokenizer = transformers.AutoTokenizer.from_pretrained(path)
     lm = transformers.AutoModelForCausalLM.from_pretrained(path, dtype=dtype).to(dev)
     return LocalLM(lm, tokenizer, name, dev)
+
+
+def _document_start(tok) -> str:
+    """The token that starts a plain document (``<|endoftext|>`` for SmolLM2), else BOS."""
+    if "<|endoftext|>" in tok.get_vocab():
+        return "<|endoftext|>"
+    return tok.bos_token or tok.eos_token or ""
+
+
+def perplexity(texts: Sequence[str], lm: LocalLM | None = None, batch_size: int = 32) -> np.ndarray:
+    """Perplexity of each text under a causal LM (default: :func:`load_lm`'s bundled model) read as a plain
+    document (no chat template), float64 array; :func:`dpkit.dpst.dedup.lm_perplexity` scores triples with it."""
+    if isinstance(texts, str):
+        raise ParameterError("texts", texts, "must be a sequence of strings, not one string")
+    texts = list(texts)
+    if not texts:
+        return np.zeros(0)
+    if lm is None:
+        lm = load_lm()
+    tok = lm.tokenizer
+    out = []
+    for start in range(0, len(texts), batch_size):
+        chunk = texts[start:start + batch_size]
+        bos = _document_start(tok)
+        batch = tok([bos + t for t in chunk], return_tensors="pt", padding=True, add_special_tokens=False)
+        batch = {k: v.to(lm.device) for k, v in batch.items()}
+        positions = (batch["attention_mask"].cumsum(-1) - 1).clamp(min=0)  # left padding
+        with torch.inference_mode():
+            logits = lm.model(**batch, position_ids=positions, use_cache=False).logits.float()
+        logp = torch.log_softmax(logits[:, :-1], dim=-1)
+        target = batch["input_ids"][:, 1:]
+        mask = batch["attention_mask"][:, 1:].float() * batch["attention_mask"][:, :-1].float()
+        nll = -(logp.gather(-1, target.unsqueeze(-1)).squeeze(-1) * mask).sum(1) / mask.sum(1).clamp(min=1)
+        out.append(torch.exp(nll).cpu().double().numpy())
+    return np.concatenate(out)
