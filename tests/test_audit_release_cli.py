@@ -76,3 +76,16 @@ def test_text_report_gives_the_three_analyses(fake, tmp_path, capsys):
     saved = json.loads((tmp_path / "audit" / "audit_result.json").read_text())
     assert saved["strategy"] == "split" and set(saved["analyses"]) == {"steinke", "fdp", "gdp"}
     assert saved["gdp_mu_lower_bound"] >= 0 and len(saved["gdp_epsilon_curve"]) == 5
+
+
+def test_echo_canaries_repeated_through_the_cli(fake, tmp_path, capsys):
+    out = tmp_path / "audit"
+    flags = [f if f != "64" else "16" for f in BASE] + ["--canary-design", "echo", "--repetitions", "2"]
+    assert main(flags + ["--out", str(out)]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["canary_design"] == "echo" and result["repetitions"] == 2 and result["canaries"] == 16
+    assert result["verdict"] == "not refuted"
+    settings = json.loads((out / "audit.json").read_text())["settings"]
+    assert settings["canary_design"] == "echo" and settings["repetitions"] == 2
+    assert main(flags[:-4] + ["--out", str(tmp_path / "bad"), "--repetitions", "0"]) == 2
+    assert "--repetitions" in capsys.readouterr().err and not (tmp_path / "bad").exists()

@@ -131,6 +131,11 @@ def _register_release(sub) -> None:
     p.add_argument("--delta", type=float, default=None, help="delta in (0, 1), for a method whose guarantee has "
                    "one (its configuration's default otherwise), as in dpkit synth")
     p.add_argument("--canaries", type=int, default=None, help="number of canaries (default 1000; 200 with --smoke)")
+    p.add_argument("--canary-design", choices=method_run.CANARY_DESIGNS, default="rare-words",
+                   help="rare-words (six rare words each, default) or echo (a public in-distribution prefix and a "
+                   "rare-word suffix, Meeus et al. 2025)")
+    p.add_argument("--repetitions", type=int, default=1, help="copies of each included canary in the input "
+                   "(default 1; the bounds stay per record, by group privacy)")
     p.add_argument("--scorers", default=",".join(DEFAULT_SCORERS), help="comma-separated: ngram, chars, suffix_lm, embedding "
                    f"(default {','.join(DEFAULT_SCORERS)})")
     p.add_argument("--confidence", type=float, default=0.95, help="confidence of the lower bound (default 0.95)")

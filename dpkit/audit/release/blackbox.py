@@ -32,6 +32,7 @@ import tempfile
 from pathlib import Path
 
 from dpkit.audit.release.audit import NEIGHBOURING, audit_release
+from dpkit.audit.release.method_run import canary_design, design_canaries
 from dpkit.audit.release.scorers import scorer
 from dpkit.data.tables import label_set, parse_labels, read_table
 from dpkit.io import atomic_write_text
@@ -158,9 +159,11 @@ def run(args) -> dict:
     names = label_set(labels, declared) if labels is not None else None
     records = Records.from_strings(table.texts, labels, names, declared=declared is not None)
     seed = secrets.randbits(63)
-    result = audit_release(synthesize, records, canaries=m, claimed_epsilon=args.epsilon, claimed_delta=delta,
-                           confidence=args.confidence, seed=seed, scorers=scorers, neighbouring=args.neighbouring,
-                           strategy=args.strategy)
+    design, repetitions = canary_design(args)
+    result = audit_release(synthesize, records, canaries=design_canaries(design, m, seed, names),
+                           claimed_epsilon=args.epsilon, claimed_delta=delta, confidence=args.confidence, seed=seed,
+                           scorers=scorers, neighbouring=args.neighbouring, strategy=args.strategy,
+                           repetitions=repetitions)
     payload = dict(result.to_dict(), generator=args.command or args.python, out=args.out or "")
     if args.out:
         root = Path(args.out)

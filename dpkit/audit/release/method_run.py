@@ -6,7 +6,9 @@
 The method runs through the same path as ``dpkit synth`` (``plan`` and
 ``execute`` of :mod:`dpkit.methods.request` and :mod:`dpkit.methods.execution`: validation first, the run folder
 ``DIR/run`` with its lock, checkpoints and resume), on the input's records plus
-public canaries (:func:`dpkit.audit.release.audit.audit_release`). ``DIR/audit.json``
+public canaries (:func:`dpkit.audit.release.audit.audit_release`): rare-word canaries by default,
+``--canary-design echo`` for the Canary's Echo design (:func:`~dpkit.audit.release.canaries.echo_canaries`), and
+``--repetitions N`` to insert each included canary N times (bounds per record). ``DIR/audit.json``
 holds the audit's own settings and seed (written before the run, so the same
 command resumes the same audit); ``DIR/audit_result.json`` and stdout get the
 result as JSON: counts, bounds and scores of public canaries only, never a text
@@ -24,15 +26,35 @@ import tempfile
 from dataclasses import fields, replace
 from pathlib import Path
 
+import numpy as np
+
 from dpkit.audit.release.audit import audit_release, neighbouring_for
+from dpkit.audit.release.canaries import DEFAULT_CANARIES, echo_canaries
 from dpkit.audit.release.scorers import scorer
 from dpkit.io import atomic_write_text
 from dpkit.methods.base import config_dict
 from dpkit.methods.execution import execute
 from dpkit.methods.request import plan
-from dpkit.validate import ParameterError, check_in_range, check_int
+from dpkit.validate import ParameterError, check_choice, check_in_range, check_int
 
 SMOKE_CANARIES = 200   # --smoke without --canaries: the cap on the bound is then 3.0 (see dpkit.audit.release.canaries)
+CANARY_DESIGNS = ("rare-words", "echo")   # make_canaries (the default) and echo_canaries
+
+
+def canary_design(args) -> tuple[str, int]:
+    """(design, repetitions) of ``--canary-design`` and ``--repetitions`` (defaults: rare-words, 1), validated."""
+    design = getattr(args, "canary_design", None) or "rare-words"
+    check_choice("--canary-design", design, CANARY_DESIGNS)
+    repetitions = getattr(args, "repetitions", None)
+    return design, check_int("--repetitions", 1 if repetitions is None else repetitions, minimum=1)
+
+
+def design_canaries(design: str, m: int | None, seed, label_set):
+    """What :func:`audit_release` takes as ``canaries``: the count (rare words, made inside the audit from its
+    seed) or, for ``echo``, ``m`` echo canaries drawn from ``seed`` (public; labels from the public label set)."""
+    if design == "rare-words":
+        return m
+    return echo_canaries(DEFAULT_CANARIES if m is None else m, np.random.default_rng([int(seed), 11]), label_set)
 
 
 def _synth_args(args: argparse.Namespace) -> argparse.Namespace:
@@ -109,6 +131,7 @@ def run_release_audit(args: argparse.Namespace) -> dict:
     if m is not None:
         check_int("--canaries", m, minimum=2)
     check_in_range("--confidence", args.confidence, 0.0, 1.0, low_open=True, high_open=True)
+    design, repetitions = canary_design(args)
     p = plan(_synth_args(args))
     config = p.config if _plan_applies_set() else apply_settings(p.config, args.set)
     if config != p.config:
@@ -118,6 +141,8 @@ def run_release_audit(args: argparse.Namespace) -> dict:
     settings = {"method": args.method, "canaries": m, "scorers": list(scorers), "confidence": args.confidence,
                 "strategy": strategy,
                 "params": json.loads(json.dumps(p.params, sort_keys=True, default=str))}
+    if (design, repetitions) != ("rare-words", 1):   # only when set: older audit folders still resume
+        settings.update(canary_design=design, repetitions=repetitions)
     state = _audit_state(root, settings)
     claimed_delta = float(getattr(p.config, "delta", 0.0) or 0.0)
 
@@ -128,9 +153,11 @@ def run_release_audit(args: argparse.Namespace) -> dict:
         lines = (root / "run" / "release" / "synthetic.jsonl").read_text(encoding="utf-8").splitlines()
         return [json.loads(line) for line in lines if line.strip()]
 
-    result = audit_release(synthesize, p.records, canaries=m, claimed_epsilon=args.epsilon,
-                           claimed_delta=claimed_delta, confidence=args.confidence, seed=state["audit_seed"],
-                           scorers=scorers, neighbouring=neighbouring_for(args.method), strategy=strategy)
-    payload = dict(result.to_dict(), method=args.method, out=str(root))
+    label_names = p.records.label_set if p.records.labelled else None
+    result = audit_release(synthesize, p.records, canaries=design_canaries(design, m, state["audit_seed"], label_names),
+                           claimed_epsilon=args.epsilon, claimed_delta=claimed_delta, confidence=args.confidence,
+                           seed=state["audit_seed"], scorers=scorers, neighbouring=neighbouring_for(args.method),
+                           strategy=strategy, repetitions=repetitions)
+    payload = dict(result.to_dict(), method=args.method, canary_design=design, out=str(root))
     atomic_write_text(root / "audit_result.json", json.dumps(payload, indent=2, sort_keys=True) + "\n")
     return payload
