@@ -176,7 +176,8 @@ def run_study(out: Path, work: Path, methods=METHODS, designs=tuple(d[0] for d i
                                                   "epsilon_lower_bound", "epsilon_lower_bound_fdp",
                                                   "gdp_mu_lower_bound", "tpr_at_fpr_1", "auroc", "release_texts",
                                                   "wall_seconds")}), flush=True)
-    _write(out, rows, provenance)
+    if session["cells"]:       # a rerun that found every cell stored changes nothing
+        _write(out, rows, provenance)
     return rows
 
 
