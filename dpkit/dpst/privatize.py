@@ -321,18 +321,24 @@ class DPST:
                                  "must be the Charge of this mechanism (Charge(label, mechanism=it, groups=n)), "
                                  "recorded on the ledger")
         cap = self.slots if self.variant == "document" else self.max_triples
-        out, start = [], 0
+        drawn, start = [], 0
         for text, triples, child in zip(prepared.texts, prepared.triples, rng.spawn(len(prepared))):
             emb = prepared.embeddings[start:start + len(triples)]
             start += len(triples)
-            out.append(self._one(text, triples[:cap], emb[:cap], child, trace, charge))
-        return out
+            drawn.append(self._one(text, triples[:cap], emb[:cap], child, trace))
+        # every released triple is marked in one call: the provenance (the same charge) is built once
+        texts = iter(release_texts([str(self.corpus.texts[j]) for d in drawn if not isinstance(d, PrivateDocument)
+                                    for j in d[0]], charge, source="dpkit.dpst"))
+        return [d if isinstance(d, PrivateDocument) else
+                PrivateDocument(tuple(next(texts) for _ in d[0]), d[0], self.contract, trace=d[1]) for d in drawn]
 
     def _uniform_public(self, count: int, rng: np.random.Generator) -> np.ndarray:
         return rng.integers(0, len(self.corpus), size=count)
 
     def _one(self, text: str, triples: list[str], emb: np.ndarray, rng: np.random.Generator,
-             trace: bool, charge: Charge) -> PrivateDocument:
+             trace: bool) -> "PrivateDocument | tuple[np.ndarray, dict]":
+        """One document's draw: a PrivateDocument (raw-text bug), else the released ids and their trace,
+        marked by :meth:`privatize_prepared`."""
         info: dict[str, Any] = {"extracted": list(triples)} if trace else {}
         if not triples and self.variant == "neighbourhood":
             if self.bug == "raw_text_fallback":
@@ -341,7 +347,7 @@ class DPST:
                 raise NoTriplesError("the text has no extractable subject-verb-object triple "
                                      "(on_empty='error'); nothing is released")
             ids = self._uniform_public(self.empty_triples, rng)
-            return self._release(ids, info, charge)
+            return self._release(ids, info)
         if self.variant == "neighbourhood":
             eps = self.epsilon / len(triples)
             clusters = self.corpus.nearest_centroid(emb)
@@ -353,7 +359,7 @@ class DPST:
             if trace:
                 info["neighbourhoods"] = clusters.tolist()
                 info["epsilon_per_triple"] = eps
-            return self._release(ids, info, charge)
+            return self._release(ids, info)
         # document variant
         if not triples and self.bug == "raw_text_fallback":
             return PrivateDocument((), np.zeros(0, np.int64), self.contract, raw_text=text, trace=info)
@@ -362,7 +368,6 @@ class DPST:
                                  "(on_empty='error'); nothing is released")
         pad = self._uniform_public(self.slots - len(triples), rng)
         slot_emb = np.concatenate([emb, self.corpus.embeddings[pad]]) if len(pad) else emb
-        eps_n, eps_t = self.slot_epsilons
         by_neighbourhood, by_triple = self.slot_mechanisms  # built once per DPST, not per draw
         if self.bug == "private_neighbourhood":
             clusters = self.corpus.nearest_centroid(slot_emb)
@@ -373,11 +378,11 @@ class DPST:
             members = self.corpus.members(int(c))
             ids[i] = members[int(mechanism.draw(by_triple, self.corpus.embeddings[members], slot_emb[i], rng))]
         if trace:
+            eps_n, eps_t = self.slot_epsilons
             info.update(padding=[str(self.corpus.texts[j]) for j in pad], neighbourhoods=clusters.tolist(),
                         epsilon_neighbourhood=eps_n, epsilon_triple=eps_t)
-        return self._release(ids, info, charge)
+        return self._release(ids, info)
 
-    def _release(self, ids: np.ndarray, info: dict, charge: Charge) -> PrivateDocument:
-        ids = np.asarray(ids, dtype=np.int64)
-        triples = release_texts([str(self.corpus.texts[j]) for j in ids], charge, source="dpkit.dpst")
-        return PrivateDocument(tuple(triples), ids, self.contract, trace=info)
+    @staticmethod
+    def _release(ids: np.ndarray, info: dict) -> tuple[np.ndarray, dict]:
+        return np.asarray(ids, dtype=np.int64), info
