@@ -53,7 +53,7 @@ def test_first_texts_follow_the_release_order_per_label(tmp_path):
                                               "heldout-general", "heldout-passages", "heldout-collections-ft",
                                               "heldout-collections-ft-eps1", "heldout-collections-ft-public",
                                               "heldout-collections-ft-untuned", "heldout-collections",
-                                              "heldout-collections-dpst-generated")],
+                                              "heldout-collections-dpst-generated", "heldout-collections-pp-ink")],
                          ids=lambda p: p.name)
 def test_the_readme_quotes_the_stored_table(stored):
     if not (stored / "results.jsonl").exists():
