@@ -48,3 +48,15 @@ def test_the_report_states_the_cut_at_max_chars_once():
     report = _kps_report()
     assert len(re.findall(r"cut (at|to)", report)) == 1
     assert "before matching" in report  # as DP-KPS states where it cuts
+
+
+def test_every_method_states_its_cut_under_the_key_the_report_prints_once():
+    """The report prints the cut from ``long_document`` once; a method that named it otherwise (pp and ft keyed
+    it ``long_record``) had the cut printed twice, the generic line and its own (privacy review, fact 18)."""
+    from dpkit.methods import ft, pp
+
+    rules = {"kps": kps.Config(epsilon=4.0).public_rules(), "pp": pp.public_rules(pp.Config(epsilon=4.0)),
+             "ft": ft.Config(epsilon=8.0).public_rules()}
+    for name, rule in rules.items():
+        assert "long_document" in rule, name
+        assert sum("cut" in text for text in rule.values()) == 1, (name, rule)

@@ -162,7 +162,7 @@ class Config:
 
     def public_rules(self) -> dict[str, str]:
         rules = {
-            "long_record": f"each text is cut at {self.max_chars} characters, then at {self.max_text_tokens} "
+            "long_document": f"each text is cut at {self.max_chars} characters, then at {self.max_text_tokens} "
                            "tokens of the model's tokenizer, and ends with the end token",
             "sampling": f"Poisson: each record joins each of the {self.steps} steps' batches independently with "
                         f"probability {self.sample_rate:g}; an empty batch is a step of noise alone",

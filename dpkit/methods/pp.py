@@ -196,7 +196,7 @@ def synthesize(records: Records, config: Config, run, backend, seed_sequence: np
 def public_rules(config: Config) -> dict[str, str]:
     """The data-independent rules that decide what happens to unusual private records."""
     return {
-        "long_record": f"each text is cut at {config.max_chars} characters, then at "
+        "long_document": f"each text is cut at {config.max_chars} characters, then at "
                        f"{config.max_record_tokens} tokens of the local model's tokenizer",
         "empty_record": f"an empty text becomes the placeholder {EMPTY_TEXT!r}",
         "batch_layout": f"{config.n_batches} batches per label of the public label set, each record's batch a "
