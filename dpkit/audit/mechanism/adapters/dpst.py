@@ -19,6 +19,7 @@ from dpkit.audit.mechanism.pair_loss import discrete_pair_loss
 from dpkit.audit.mechanism.registry import AuditCase, AuditSpec, register
 from dpkit.dpst import DPST, Prepared, TripleCorpus, sample_in_neighbourhood
 from dpkit.dpst.mechanism import log_probabilities
+from dpkit.methods.dpst import Config as DPSTConfig
 from dpkit.methods.labels import randomized_responses
 from dpkit.privacy.randomized_response import log_probabilities as rr_log_probabilities
 
@@ -27,7 +28,7 @@ CROWD = 24  # candidates of neighbourhood A that sit at e2 (and of B at e3)
 DOCUMENT_CROWD = 40  # document variant: crowd inside A, and neighbourhoods whose centroid sits at e2
 NO_TRIPLE_TEXTS = ("Hello there!", "Thanks, see you.")  # no subject-verb-object triple in either
 LABELS = 2           # the label audits: two labels (randomized response's loss is epsilon for every k)
-LABEL_SHARE = 0.3    # the record audit: the label's part of epsilon (dpkit synth dpst's default label_share)
+LABEL_SHARE = DPSTConfig.__dataclass_fields__["label_share"].default  # the record audit: dpkit synth dpst's default
 RECORD_CROWD = 24    # the record audit's crowd: 49 texts x 2 labels, few enough outcomes for the set family
 
 
@@ -183,7 +184,7 @@ def label_case(epsilon: float) -> AuditCase:
 def record_case(epsilon: float) -> AuditCase:
     """A whole labelled DP-ST record: the document variant's text at ``(1 - LABEL_SHARE) epsilon`` and the
     randomized-response label at ``LABEL_SHARE epsilon``, released together (sequential composition)."""
-    eps_text, eps_label = epsilon * (1 - LABEL_SHARE), epsilon * LABEL_SHARE
+    eps_text, eps_label = DPSTConfig(epsilon=epsilon, label_share=LABEL_SHARE).budgets(labelled=True)  # the method's split
     dpst = DPST(document_corpus(RECORD_CROWD), eps_text, variant="document", slots=1)
     texts = dpst_mechanism(dpst)
     e = np.eye(DIM)
