@@ -30,7 +30,7 @@ def rows():
 
 def test_the_study_parses_and_covers_every_cell_once(rows):
     provenance = json.loads((STUDY / "provenance.json").read_text(encoding="utf-8"))
-    assert provenance["sessions"] and all(s["commit"] for s in provenance["sessions"])
+    assert provenance["invocations"] and all(s["commit"] for s in provenance["invocations"])
     keys = [row_key(r) for r in rows]
     assert len(keys) == len(set(keys))
     assert {(r["method"], r["design"]) for r in rows} == {(m, d[0]) for m in METHODS for d in DESIGNS}

@@ -147,19 +147,19 @@ def run_study(out: Path, work: Path, methods=METHODS, designs=tuple(d[0] for d i
     rows = json.loads(path.read_text(encoding="utf-8")) if path.exists() else []
     previous = json.loads((out / "provenance.json").read_text(encoding="utf-8")) if (out / "provenance.json").exists() else {}
     done = {row_key(r) for r in rows}
-    sessions = list(previous.get("sessions", []))
+    invocations = list(previous.get("invocations", []))
     session = {"commit": _commit(), "machine": platform.machine(), "cpu_count": os.cpu_count(),
                "node": platform.node(), "python": platform.python_version(),
                "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                "command": "python -m dpkit.audit.release.canary_design " + " ".join(argv), "cells": []}
-    sessions.append(session)
+    invocations.append(session)
     provenance = {"study": "canary design on the three methods (dpkit.audit.release.canary_design)",
                   "input": str(DATA.relative_to(ROOT)), "canaries": sizes, "claimed_epsilon": epsilon,
                   "method_flags": {k: list(v[0]) for k, v in METHOD_FLAGS.items()},
                   "backends": {k: "echo" if v[1] else "local" for k, v in METHOD_FLAGS.items()},
                   "scorers": list(scorers), "designs": [list(d) for d in DESIGNS], "seeds": "one audit per cell; "
                   "each audit's seed is fresh entropy, stored in its row (audit_seed); the methods run without "
-                  "--seed (a DP release)", "sessions": sessions}
+                  "--seed (a DP release)", "invocations": invocations}
     for method in methods:
         canaries = sizes[method]
         for design in designs:
