@@ -12,7 +12,9 @@ from dpkit.audit.accounting import crosscheck_ledger, ledger_dp_event  # noqa: E
 from dpkit.privacy import (Gaussian, Laplace, PrivacyContract, PrivacyLedger, TextbookGaussian,  # noqa: E402
                            TextbookLaplace)
 from dpkit.privacy.exponential import Exponential  # noqa: E402
-from dpkit.privacy.private_prediction import private_prediction_contract, svt_contract  # noqa: E402
+from dpkit.privacy.contract import own_event  # noqa: E402
+from dpkit.privacy.private_prediction import (private_prediction_contract, private_token_contract,  # noqa: E402
+                                              run_dp_event, svt_contract)
 from dpkit.validate import ParameterError  # noqa: E402
 
 
@@ -60,6 +62,24 @@ def test_dp_events():
     assert Exponential(1.0, 2.0).contract.to_dp_event() == dp_event.ZCDpEvent(0.5)  # eps^2/8
     pp = private_prediction_contract(30, 10, 10, 2, svt_sigma=0.2).to_dp_event()
     assert isinstance(pp, dp_event.SelfComposedDpEvent) and pp.count == 30
+
+
+def test_private_prediction_event_is_composed_from_its_own_token_contracts():
+    """Theorem 1's event has one owner (dpkit.privacy.private_prediction): r copies of the event of one private
+    token and one sparse-vector run, each from its contract; its zCDP cost is the contract's rho (the review's
+    fact 7: the contract module restated the formula)."""
+    run = private_prediction_contract(30, 10, 10, 2, svt_sigma=0.2)
+    token, svt = private_token_contract(10, 10, 2), svt_contract(10, 0.2)
+    expected = dp_event.SelfComposedDpEvent(dp_event.ComposedDpEvent([token.to_dp_event(), svt.to_dp_event()]), 30)
+    assert run.to_dp_event() == expected
+    assert 30 * (token.rho() + svt.epsilon ** 2 / 2) == pytest.approx(run.rho(), rel=1e-12)
+    no_svt = private_prediction_contract(7, 10, 10, 2)
+    assert no_svt.to_dp_event() == dp_event.SelfComposedDpEvent(token.to_dp_event(), 7)
+    with pytest.raises(ParameterError, match="already has an owner"):
+        own_event("private_prediction", lambda contract, module: None)
+    own_event("private_prediction", run_dp_event)  # the owner registering again is harmless
+    with pytest.raises(ParameterError, match="event"):
+        own_event("measure", run_dp_event)
 
 
 def _ledger():

@@ -51,3 +51,23 @@ def test_slot_distribution_sums_to_one():
 def test_same_neighbourhood_rate_in_unit_interval():
     r = guarantee.same_neighbourhood_rate(CORPUS, CORPUS.embeddings, np.random.default_rng(0), pairs=500)
     assert 0 < r < 1
+
+
+def test_the_slot_split_has_one_owner(monkeypatch):
+    """The document variant's per-slot split is stated once (dpst.mechanism.slot_split): the contract, the
+    sampler's budgets and the exact-loss check all move when it moves (the review's fact 5: the exact-loss
+    check computed its own copy)."""
+    from dpkit.dpst import mechanism
+    from dpkit.dpst.privatize import DPST, document_contract
+
+    assert mechanism.slot_split(4.0, 4, 0.25) == (0.25, 0.75)
+    e = CORPUS.embeddings
+    xs, ys = e[[0, 1]], e[[2, 3]]
+    before = guarantee.document_loss_document_variant(CORPUS, xs, ys, 4.0, slots=2, neighbourhood_share=0.5)
+    monkeypatch.setattr(mechanism, "slot_split", lambda epsilon, slots, share: (epsilon / slots, 0.0))
+    contract = document_contract(4.0, 2, 0.5, CORPUS.k)
+    assert (contract.parameters["eps_neighbourhood"], contract.parameters["eps_triple"]) == (2.0, 0.0)
+    dpst = DPST(CORPUS, 4.0, variant="document", slots=2, embedder=EMBEDDER)
+    assert dpst.slot_epsilons == (2.0, 0.0)
+    after = guarantee.document_loss_document_variant(CORPUS, xs, ys, 4.0, slots=2, neighbourhood_share=0.5)
+    assert after != before and 0 <= after <= 4.0 + 1e-9

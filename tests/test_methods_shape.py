@@ -185,3 +185,26 @@ def test_the_synth_help_names_the_registered_methods_and_plan_prints_each_ones_s
             assert f'"limit": {method.smoke_rows}' in rows and f'"max_rows": {method.smoke_max_rows}' in rows, rows
         else:  # replace-one: the first smoke_rows rows
             assert '"rule": "prefix"' in rows and f'"limit": {method.smoke_rows}' in rows, rows
+
+
+@pytest.mark.parametrize("name,variant", [("kps", None), ("pp", None), ("pp", "invisibleink"), ("dpst", "topic"),
+                                          ("dpst", "document"), ("ft", None)])
+def test_the_statement_states_the_measure_and_grid_of_its_charges(name, variant):
+    """The report's "measure" line reads the contracts' table of measure words (one owner: MEASURE_WORDS), for
+    every measure the method's charges carry; a charge whose sensitivity includes an exact sampler's grid says
+    so in the "sensitivity" line (the review's facts 8 and 12: the prose could drift from the contracts)."""
+    from dpkit.methods.budget import DEFAULT_DELTA
+    from dpkit.privacy.contract import MEASURE_WORDS
+
+    method = METHODS[name]
+    config = method.Config.smoke(4.0)
+    if variant is not None:
+        config = dataclasses.replace(config, variant=variant)
+    statement = method.statement_for(config) if hasattr(method, "statement_for") else method.STATEMENT
+    contracts = [charge.contract for charge in method.charges(config, 2, 100)]
+    for contract in contracts:
+        assert MEASURE_WORDS[contract.measure] in statement.measure, (contract.kind, statement.measure)
+        if (contract.parameters.get("grid") or 0) > 0:
+            assert "grid" in statement.sensitivity, (contract.kind, statement.sensitivity)
+    if "delta" in {f.name for f in dataclasses.fields(method.Config)}:
+        assert method.Config(epsilon=4.0).delta == DEFAULT_DELTA  # one default delta (the review's fact 13)

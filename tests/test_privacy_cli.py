@@ -80,3 +80,17 @@ def test_console_entry_points():
     proc = subprocess.run([sys.executable, "-m", "dpkit", "account", "zcdp", "--delta", "1e-6"],
                           capture_output=True, text=True)
     assert proc.returncode == 2
+
+
+def test_the_batch_size_rule_is_stated_once(capsys):
+    """"s >= 1" has one owner (dpkit.privacy.private_prediction.MIN_BATCH_SIZE): the check's error and the
+    help text of ``dpkit account private-prediction --batch-size`` read it (the review's fact 18)."""
+    from dpkit.privacy.private_prediction import BATCH_SIZE_RULE, MIN_BATCH_SIZE, check_batch_size
+    from dpkit.validate import ParameterError
+
+    with pytest.raises(SystemExit):
+        main(["account", "private-prediction", "--help"])
+    assert f"expected batch size {BATCH_SIZE_RULE}" in " ".join(capsys.readouterr().out.split())
+    with pytest.raises(ParameterError, match=f">= {MIN_BATCH_SIZE:g}"):
+        check_batch_size(MIN_BATCH_SIZE / 2)
+    assert check_batch_size(MIN_BATCH_SIZE) == MIN_BATCH_SIZE

@@ -79,3 +79,18 @@ def test_invisibleink_contracts_are_re_derived_and_a_wrong_statement_is_caught()
     assert "Theorem 1 rho re-derived" in recheck_sensitivity(run).method
     assert recheck_sensitivity({**token, "sensitivity": 2 * token["sensitivity"]}).agrees is False
     assert recheck_sensitivity({**run, "rho": run["rho"] * 0.9}).agrees is False
+
+
+def test_the_run_kinds_come_from_the_table():
+    """Which kinds state a whole run of private tokens is a column of the table (``token_kind``), read by the
+    audit report (the review's fact 16: the report kept its own tuple of them)."""
+    from dpkit.audit import report
+    from dpkit.privacy.contract import RUN_KINDS
+
+    assert report.RUN_KINDS is RUN_KINDS
+    assert set(RUN_KINDS) == {"private_prediction", "private_prediction_invisibleink"}
+    for kind in RUN_KINDS:
+        token = KINDS[KINDS[kind].token_kind]
+        assert token.family == KINDS[kind].family and not token.token_kind
+    run = invisibleink_contract(40, 8.0, 2.0, 1.0, svt_sigma=0.5).to_dict()
+    assert [name for name, _ in audit_plan(run)][-1] == "pp_svt"  # the gate is audited for every run kind

@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_s_at_least_one_is_checked_in_one_place():
     copies = [str(p.relative_to(ROOT)) for p in (ROOT / "dpkit").rglob("*.py")
-              if re.search(r"if s < 1:\s*raise ParameterError", p.read_text(encoding="utf-8"))]
+              if re.search(r"if s < (1|MIN_BATCH_SIZE):\s*raise ParameterError", p.read_text(encoding="utf-8"))]
     assert copies == ["dpkit/privacy/private_prediction.py"]
     for call in (lambda: n_batches_for(10, 0.5), lambda: mean_softmax([[0.0, 1.0]], 0.5),
                  lambda: aggregate_logits([[0.0, 1.0]], 0.5), lambda: aggregate_sensitivity(1.0, 0.5)):

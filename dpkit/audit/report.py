@@ -32,7 +32,7 @@ from dpkit.ft.accounting import dpsgd_epsilon
 from dpkit.kps.rff import RandomFourierFeatures
 from dpkit.kps.vocabulary import max_l1_change
 from dpkit.privacy import PrivacyLedger
-from dpkit.privacy.contract import KINDS
+from dpkit.privacy.contract import KINDS, RUN_KINDS
 from dpkit.privacy.gaussian import gaussian_delta
 from dpkit.privacy.ledger import Charge
 from dpkit.validate import ParameterError
@@ -271,7 +271,6 @@ RULES: dict[str, tuple[Callable, tuple[str, ...]]] = {
 }
 
 #: the kinds whose contract is a whole private-prediction run (``r`` tokens per batch, Theorem 1)
-_RUN_KINDS = ("private_prediction", "private_prediction_invisibleink")
 
 
 def _rule(contract: Mapping[str, Any]):
@@ -379,7 +378,7 @@ def audit_plan(contract: Mapping[str, Any]) -> list[tuple[str, float]]:
     epsilon = audit_epsilon(contract)
     plan = [] if epsilon is None else [(name, epsilon) for name in audit_names_for(contract)]
     p = _params(contract)
-    if contract.get("kind") in _RUN_KINDS and p.get("s") and p.get("svt_sigma"):
+    if contract.get("kind") in RUN_KINDS and p.get("s") and p.get("svt_sigma"):
         plan.append(("pp_svt", 2.0 / (float(p["s"]) * float(p["svt_sigma"]))))
     return plan
 
@@ -389,7 +388,7 @@ def audit_epsilon(contract: Mapping[str, Any]) -> float | None:
     if contract.get("measure") in ("pure", "bounded-range") and contract.get("epsilon"):
         return float(contract["epsilon"])
     p = _params(contract)
-    if contract.get("kind") in _RUN_KINDS and p.get("s") and p.get("c") and p.get("tau"):
+    if contract.get("kind") in RUN_KINDS and p.get("s") and p.get("c") and p.get("tau"):
         return 2.0 * float(p["c"]) / (float(p["s"]) * float(p["tau"]))  # one private token
     if contract.get("kind") == "dpsgd" and p.get("noise_multiplier") and p.get("sample_rate"):
         # one step of the run: the subsampled Gaussian at the run's sigma and q, at the step audit's delta

@@ -105,8 +105,7 @@ def document_loss_document_variant(corpus: TripleCorpus, xs: np.ndarray, ys: np.
     xs, ys = np.atleast_2d(xs), np.atleast_2d(ys)
     if len(xs) != slots or len(ys) != slots:
         raise ParameterError("xs/ys", (len(xs), len(ys)), f"must both have slots={slots} rows (pad first)")
-    per = epsilon / slots
-    eps_n, eps_t = per * neighbourhood_share, per * (1 - neighbourhood_share)
+    eps_n, eps_t = mechanism.slot_split(epsilon, slots, neighbourhood_share)
     up = down = 0.0
     for x, y in zip(xs, ys):
         lp = slot_output_log_probs(corpus, x, eps_n, eps_t)

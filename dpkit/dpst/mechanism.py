@@ -69,6 +69,18 @@ def clipped_cosine(candidate_embeddings, input_embedding) -> np.ndarray:
     return scores[0] if single else scores
 
 
+def slot_split(epsilon: float, slots: int, neighbourhood_share: float) -> tuple[float, float]:
+    """The document-level variant's budget per slot: (neighbourhood choice, triple choice).
+
+    ``slots`` slots compose sequentially to ``epsilon``; each slot's ``epsilon / slots`` goes
+    ``neighbourhood_share`` to the choice of a neighbourhood and the rest to the triple in it.
+    The one statement of the split: the contract (:func:`dpkit.dpst.privatize.document_contract`),
+    the sampler and the exact-loss check (:mod:`dpkit.dpst.guarantee`) read it.
+    """
+    per_slot = epsilon / slots
+    return per_slot * neighbourhood_share, per_slot * (1.0 - neighbourhood_share)
+
+
 def exponential(epsilon: float) -> Exponential:
     """The exponential mechanism with sensitivity 1 at ``epsilon`` (> 0)."""
     return Exponential(SENSITIVITY, check_positive("epsilon", epsilon), unit="triple",

@@ -84,8 +84,7 @@ def document_contract(epsilon: float, slots: int, neighbourhood_share: float, ce
     rest of the slot's share; ``slots`` slots compose sequentially to ``epsilon``.
     :attr:`DPST.contract` is this, and ``dpkit synth dpst --plan`` charges it too.
     """
-    eps_n = epsilon / slots * neighbourhood_share
-    eps_t = epsilon / slots * (1.0 - neighbourhood_share)
+    eps_n, eps_t = mechanism.slot_split(epsilon, slots, neighbourhood_share)
     return PrivacyContract(
         mechanism=f"DP-ST document-level ({slots} slots)", neighbouring="replace-one",
         unit="document (any two documents)", measure="pure", sensitivity=mechanism.SENSITIVITY,

@@ -21,6 +21,12 @@ from dpkit.privacy.ledger import BudgetExceededError, PrivacyLedger
 from dpkit.validate import ParameterError
 
 
+#: The delta of a release whose guarantee has one (private prediction, DP fine-tuning) when ``--delta`` is not
+#: given: one in a million, far below one over any record count a release declares. Those methods' configurations
+#: default to it; ``dpkit synth --help`` and ``dpkit audit release --help`` point to "the configuration's default".
+DEFAULT_DELTA = 1e-6
+
+
 def open_ledger(config) -> PrivacyLedger:
     """A new ledger holding the configuration's budget (``config.budget()``: epsilon, and delta, 0 = pure)."""
     epsilon, delta = config.budget()

@@ -48,6 +48,7 @@ from dpkit.privacy.marks import Public
 from dpkit.runs import file_digest
 from dpkit.seeds import child, generator, int_seed
 from dpkit.validate import ParameterError, check_choice, check_in_range, check_int, check_positive
+from dpkit.privacy.contract import MEASURE_WORDS
 
 NAME = "dpst"
 BACKENDS = ("local", "openai", "anthropic")  # the model sees only privatized public triples
@@ -61,7 +62,7 @@ STATEMENT = PrivacyStatement(
     unit="document (any two documents)",
     unit_meaning="one record (a document with its label); each output depends on its own record only (local "
                  "DP), and the number of records is public",
-    measure="pure epsilon-DP per record (delta = 0)",
+    measure=f"{MEASURE_WORDS['pure']} per record (delta = 0)",
     sensitivity="by the variant in config.json: topic, k-ary randomized response over the public centroids on the "
                 "document's nearest one (sensitivity 1: the topic changes); document, exponential mechanisms with "
                 "utility clip(cos, 0, 1) in [0, 1] (sensitivity 1) per triple slot, over public centroids then public "

@@ -46,7 +46,7 @@ from dpkit.ft.accounting import DpSgdMechanism
 from dpkit.ft.adapters import AdapterLM, parse_modules, prefix_text, state_from_text, state_to_text
 from dpkit.ft.dpsgd import StepPlan, train
 from dpkit.methods.base import PrivacyStatement, Records, Release, check_inputs, checkpoint, config_dict
-from dpkit.methods.budget import ledger_guarantee, release_ledger
+from dpkit.methods.budget import DEFAULT_DELTA, ledger_guarantee, release_ledger
 from dpkit.methods.record import Method
 from dpkit.models.lm import load_lm, prepare_bundled_lm
 from dpkit.models.voice import redraw_reason
@@ -55,6 +55,7 @@ from dpkit.privpred.llamacpp_engine import is_local_backend
 from dpkit.runs.generate import generate_records
 from dpkit.seeds import int_seed
 from dpkit.validate import ParameterError, check_in_range, check_int, check_positive, check_probability
+from dpkit.privacy.contract import MEASURE_WORDS
 
 NAME = "ft"
 BACKENDS = ("local",)
@@ -70,7 +71,7 @@ STATEMENT = PrivacyStatement(
     neighbouring="add/remove",
     unit="record",
     unit_meaning="one record (a text with its label), one training example",
-    measure="approximate (epsilon, delta)-DP: dp-accounting's PLD accountant of T Poisson-subsampled Gaussian "
+    measure=f"{MEASURE_WORDS['approx']}: dp-accounting's PLD accountant of T Poisson-subsampled Gaussian "
             "steps (add/remove), an upper bound",
     sensitivity="each record's gradient of all adapter weights is clipped to L2 norm C before the batch's sum, "
                 "so adding or removing one record moves the sum by at most C; every coordinate of the sum gets "
@@ -100,7 +101,7 @@ class Config:
     """
 
     epsilon: float
-    delta: float = 1e-6
+    delta: float = DEFAULT_DELTA
     sample_rate: float = 0.25
     steps: int = 48
     clip_norm: float = 1.0

@@ -45,6 +45,7 @@ from dpkit.models.voice import document_voice
 from dpkit.privacy.marks import Public
 from dpkit.seeds import generator, int_seed
 from dpkit.validate import ParameterError, check_choice, check_fits_memory, check_int, check_positive
+from dpkit.privacy.contract import MEASURE_WORDS
 
 NAME = "kps"
 VOCABULARIES = ("english", "medical")
@@ -60,7 +61,7 @@ STATEMENT = PrivacyStatement(
     neighbouring="add/remove",
     unit="document",
     unit_meaning="one record (a text with its label)",
-    measure="pure epsilon-DP (delta = 0)",
+    measure=f"{MEASURE_WORDS['pure']} (delta = 0)",
     sensitivity="vocabulary histogram: each record adds at most S distinct terms (count sensitivity 1 per "
                 "term, S in total); DP-KDE sketch: a record's weight sums to 1 and each of the I random Fourier "
                 "features lies in [-sqrt(2), sqrt(2)] (L1 sensitivity sqrt(2) I, plus I times the rounding grid, "

@@ -20,8 +20,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from dpkit.methods.base import PrivacyStatement, Records, Release, check_inputs, config_dict
-from dpkit.methods.budget import ledger_guarantee, release_ledger
+from dpkit.methods.budget import DEFAULT_DELTA, ledger_guarantee, release_ledger
 from dpkit.methods.record import Method
+from dpkit.privacy.contract import MEASURE_WORDS
 from dpkit.privpred.executors import check_executor, make_executor
 from dpkit.privpred.llamacpp_engine import is_local_backend
 from dpkit.privpred.pipeline import (MEMORY_FIELDS, PrivatePredictionConfig, fitting_public_prompts,
@@ -46,9 +47,10 @@ STATEMENT = PrivacyStatement(
     neighbouring="add/remove",
     unit="prompt",
     unit_meaning="one private record (a text with its label), which becomes one prompt of one batch",
-    measure="zCDP at the private-token cap r, reported as (epsilon, delta) (Theorem 1 of Amin et al.)",
-    sensitivity="clipped logits averaged over the expected batch size s: c/s per token; the batches are "
-                "disjoint (a record's batch is a hash of the record alone), so they compose in parallel",
+    measure=f"{MEASURE_WORDS['zcdp']} at the private-token cap r, reported as (epsilon, delta) (Theorem 1 of "
+            "Amin et al.)",
+    sensitivity="clipped logits averaged over the expected batch size s: c/s per token, plus the public grid the exact sampler rounds the "
+                "logits to (2^-30 c/s or less); the batches are disjoint (a record's batch is a hash of the record alone), so they compose in parallel",
     output_size="one text per batch; n_batches batches per label of the public label set (public parameters)",
     labels="each batch holds one label (a record's label picks its batch group); the label set is public",
 )
@@ -56,10 +58,11 @@ STATEMENT = PrivacyStatement(
 #: relation, unit, output and labels; its own measure and sensitivity
 INVISIBLEINK_STATEMENT = replace(
     STATEMENT,
-    measure="zCDP at the private-token cap r, reported as (epsilon, delta) (InvisibleInk, Vinod et al.: "
+    measure=f"{MEASURE_WORDS['zcdp']} at the private-token cap r, reported as (epsilon, delta) (InvisibleInk, "
+            "Vinod et al.: "
             "bounded range per token, composed over r tokens)",
     sensitivity="differences from the public row's logits clipped to [-C, C] (DClip) and averaged over the "
-                "expected batch size s: C/s per token, over Top-k+ candidates read from the public logits only; "
+                "expected batch size s: C/s per token plus the exact sampler's public grid, over Top-k+ candidates read from the public logits only; "
                 "the batches are disjoint (a record's batch is a hash of the record alone), so they compose in "
                 "parallel")
 
@@ -93,7 +96,7 @@ class Config(PrivatePredictionConfig):
     ``template`` and the character cap ``max_chars``.
     """
 
-    delta: float = 1e-6
+    delta: float = DEFAULT_DELTA
     max_examples_per_batch: int | None = 1  # one text per batch: the release's size is n_batches per label
     n_batches: int = 16                 # batches per label: the number of synthetic texts per label
     template: str = "auto"              # "auto" (by voice and whether the input is labelled) or a privpred template

@@ -16,8 +16,8 @@ import argparse
 import json
 import sys
 
-from dpkit.privacy.private_prediction import (check_batch_size, max_private_tokens, private_prediction_guarantee,
-                                              token_grid)
+from dpkit.privacy.private_prediction import (BATCH_SIZE_RULE, check_batch_size, max_private_tokens,
+                                              private_prediction_guarantee, token_grid)
 from dpkit.privacy.zcdp import epsilon_to_zcdp, zcdp_to_epsilon, zcdp_to_epsilon_bun_steinke
 from dpkit.validate import ParameterError, check_int, check_positive, check_probability
 
@@ -46,7 +46,7 @@ def register(subparsers) -> None:
     mode = pp.add_mutually_exclusive_group(required=True)
     mode.add_argument("--tokens", type=int, help="r: cap on private tokens per batch (>= 0)")
     mode.add_argument("--epsilon", type=float, help="target epsilon > 0 (prints the largest r)")
-    pp.add_argument("--batch-size", type=float, required=True, help="expected batch size s >= 1")
+    pp.add_argument("--batch-size", type=float, required=True, help=f"expected batch size {BATCH_SIZE_RULE}")
     pp.add_argument("--clip", type=float, required=True, help="logit clip c > 0")
     pp.add_argument("--temperature", type=float, required=True, help="sampling temperature tau > 0")
     pp.add_argument("--svt-sigma", type=float, default=None, help="sparse-vector noise sigma > 0 (omit: no SVT)")

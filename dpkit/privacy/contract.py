@@ -59,6 +59,8 @@ class ContractKind:
     family: str
     event: str
     about: str
+    #: for a kind that states a whole run of private tokens per batch: the kind of one of its tokens ("" otherwise)
+    token_kind: str = ""
 
 
 _EVENTS = ("noise", "randomized_response", "private_prediction", "dpsgd", "measure")
@@ -75,10 +77,10 @@ KINDS: Mapping[str, ContractKind] = MappingProxyType({row.name: row for row in (
     ContractKind("dpkde", "DP-KPS", "noise", "Laplace noise on a random-Fourier-feature sketch"),
     ContractKind("private_token", "private prediction", "measure", "one private token (Amin et al.)"),
     ContractKind("private_prediction", "private prediction", "private_prediction",
-                 "r private tokens per batch (Theorem 1)"),
+                 "r private tokens per batch (Theorem 1)", token_kind="private_token"),
     ContractKind("invisibleink_token", "private prediction", "measure", "one InvisibleInk token (DClip, Top-k+)"),
     ContractKind("private_prediction_invisibleink", "private prediction", "measure",
-                 "r InvisibleInk tokens per batch"),
+                 "r InvisibleInk tokens per batch", token_kind="invisibleink_token"),
     ContractKind("dpst_triple", "DP-ST", "measure", "a triple by the exponential mechanism in a neighbourhood"),
     ContractKind("dpst_neighbourhood", "DP-ST", "measure", "DP-ST's per-triple split (relaxed relation)"),
     ContractKind("dpst_document", "DP-ST", "measure", "DP-ST's document-level slots"),
@@ -87,6 +89,10 @@ KINDS: Mapping[str, ContractKind] = MappingProxyType({row.name: row for row in (
 )})
 for _row in KINDS.values():
     assert _row.event in _EVENTS, _row
+    assert not _row.token_kind or _row.token_kind in KINDS, _row
+
+#: The kinds that state a whole run of private tokens (r tokens per batch), from the table.
+RUN_KINDS = tuple(row.name for row in KINDS.values() if row.token_kind)
 
 
 def _parameter_value(name: str, value):
@@ -304,13 +310,10 @@ class PrivacyContract:
             # k-ary RR keeps w.p. e^eps/(e^eps+k-1): dp_accounting's event with noise k/(e^eps+k-1), k buckets
             return dp_event.RandomizedResponseDpEvent(noise_parameter=p["k"] / (math.exp(self.epsilon) + p["k"] - 1),
                                                       num_buckets=p["k"])
-        if how == "private_prediction" and isinstance(p.get("r"), int):
-            token = dp_event.ZCDpEvent(((p["c"] / p["s"] + p.get("grid", 0.0)) / p["tau"]) ** 2 / 2.0)
-            parts = [token]
-            if p.get("svt_sigma"):
-                parts.append(_pure_event(dp_event, 2.0 * (1.0 / p["s"] + (p.get("svt_grid") or 0.0)) / p["svt_sigma"]))
-            one = token if len(parts) == 1 else dp_event.ComposedDpEvent(parts)
-            return dp_event.SelfComposedDpEvent(one, p["r"])
+        if how in _OWNED_EVENTS:
+            event = _OWNED_EVENTS[how](self, dp_event)
+            if event is not None:
+                return event
         if how == "dpsgd" and p.get("sampling", "Poisson") == "Poisson" and isinstance(p.get("steps"), int):
             step = dp_event.PoissonSampledDpEvent(p["sample_rate"], dp_event.GaussianDpEvent(p["noise_multiplier"]))
             return dp_event.SelfComposedDpEvent(step, p["steps"])
@@ -322,6 +325,23 @@ class PrivacyContract:
 
     def __str__(self) -> str:
         return self.describe()
+
+
+#: Events whose formula belongs to the module that owns the mechanism family: event name -> builder
+#: ``(contract, dp_event) -> DpEvent or None`` (None: the contract lacks the parameters; the measure decides).
+#: Filled by :func:`own_event` when that module loads (``dpkit.privacy`` loads them all), so the formula
+#: is stated once, where the mechanism's contracts are built, and this module needs no import of it.
+_OWNED_EVENTS: dict[str, Any] = {}
+
+
+def own_event(event: str, builder) -> None:
+    """Register ``builder`` as the one statement of the dp_accounting event named ``event`` in :data:`KINDS`
+    (``"private_prediction"``: Theorem 1, registered by :mod:`dpkit.privacy.private_prediction`)."""
+    if event not in _EVENTS or event in ("noise", "measure"):
+        raise ParameterError("event", event, f"must be an owned event of {_EVENTS} (not noise or measure)")
+    if event in _OWNED_EVENTS and _OWNED_EVENTS[event] is not builder:
+        raise ParameterError("event", event, "already has an owner")
+    _OWNED_EVENTS[event] = builder
 
 
 def _pure_event(dp_event, epsilon: float):

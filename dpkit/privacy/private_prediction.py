@@ -24,7 +24,7 @@ import math
 
 from dpkit.validate import ParameterError, check_int, check_positive, check_probability
 
-from dpkit.privacy.contract import PrivacyContract
+from dpkit.privacy.contract import PrivacyContract, own_event
 from dpkit.privacy.exponential import exponential_grid
 from dpkit.privacy.sparse_vector import svt_grid
 from dpkit.privacy.zcdp import epsilon_to_zcdp, zcdp_to_epsilon, zcdp_to_epsilon_bun_steinke
@@ -32,12 +32,19 @@ from dpkit.privacy.zcdp import epsilon_to_zcdp, zcdp_to_epsilon, zcdp_to_epsilon
 UNIT = "prompt"
 
 
+#: The smallest expected batch size s: the sensitivities c/s and 1/s assume at least one prompt per batch.
+MIN_BATCH_SIZE = 1.0
+#: The rule on s in words, for errors and help texts (``dpkit account --batch-size``).
+BATCH_SIZE_RULE = f"s >= {MIN_BATCH_SIZE:g}"
+
+
 def check_batch_size(batch_size, name: str = "batch_size") -> float:
-    """The expected batch size s: a real number >= 1 (the average of s prompts' logits); errors name ``name``.
-    The one statement of "s >= 1" (the sensitivities c/s and 1/s assume it)."""
+    """The expected batch size s: a real number >= :data:`MIN_BATCH_SIZE` (the average of s prompts' logits);
+    errors name ``name``. The one statement of the rule: every caller and help text reads it from here."""
     s = check_positive(name, batch_size)
-    if s < 1:
-        raise ParameterError(name, batch_size, "must be >= 1 (the expected number of prompts per batch)")
+    if s < MIN_BATCH_SIZE:
+        raise ParameterError(name, batch_size, f"must be >= {MIN_BATCH_SIZE:g} (the expected number of prompts "
+                                               "per batch)")
     return s
 
 
@@ -172,3 +179,20 @@ def private_prediction_guarantee(tokens: int, delta: float, batch_size: float, c
     """A run's guarantee at its cap of ``tokens`` private tokens per batch: rho and epsilon at ``delta``
     (:func:`guarantee_at_cap`). The pipeline and ``dpkit account`` both report this."""
     return guarantee_at_cap(tokens, delta, per_token_rho(batch_size, clip, temperature, svt_sigma))
+
+
+def run_dp_event(contract: PrivacyContract, dp_event):
+    """Theorem 1 as a dp_accounting event for a run contract (kind ``private_prediction``): each of the ``r``
+    tokens is the event of :func:`private_token_contract` composed with that of :func:`svt_contract` when the
+    run has a sparse-vector test; None when the contract lacks ``r`` (an old ledger: the measure decides)."""
+    p = contract.parameters
+    if not isinstance(p.get("r"), int):
+        return None
+    parts = [private_token_contract(p["s"], p["c"], p["tau"]).to_dp_event()]
+    if p.get("svt_sigma"):
+        parts.append(svt_contract(p["s"], p["svt_sigma"]).to_dp_event())
+    one = parts[0] if len(parts) == 1 else dp_event.ComposedDpEvent(parts)
+    return dp_event.SelfComposedDpEvent(one, p["r"])
+
+
+own_event("private_prediction", run_dp_event)
