@@ -87,3 +87,25 @@ def test_figure_names_are_unique_across_the_book():
     names = [c["metadata"]["mystnb"]["figure"]["name"] for p in PLOTTING for c in figure_cells(p)
              if c["metadata"].get("mystnb", {}).get("figure", {}).get("name")]
     assert len(names) == len(set(names)), sorted(n for n in set(names) if names.count(n) > 1)
+
+
+def _displays_more_than_the_figure(source: str) -> bool:
+    """True when a figure cell also displays something: a bare expression as its last statement (a table, a
+    number) or a ``display(...)`` call. myst-nb gives every displayed output of a named figure cell the figure's
+    target, so the page gets two targets of one name (a ``-W`` build fails: "Duplicate explicit target name")."""
+    import ast
+
+    tree = ast.parse("\n".join(line for line in source.splitlines() if not line.lstrip().startswith(("%", "!"))))
+    last = tree.body[-1] if tree.body else None
+    call = last.value.func if isinstance(last, ast.Expr) and isinstance(last.value, ast.Call) else None
+    quiet = call is not None and (getattr(call, "attr", "") == "show" or getattr(call, "id", "") == "print")
+    bare = isinstance(last, ast.Expr) and not quiet  # print writes a stream, not a displayed output
+    shown = any(isinstance(n, ast.Call) and getattr(n.func, "id", "") == "display" for n in ast.walk(tree))
+    return bare or shown
+
+
+@pytest.mark.parametrize("path", PLOTTING, ids=[p.stem for p in PLOTTING])
+def test_a_named_figure_cell_displays_only_its_figure(path):
+    offenders = [cell["id"] for cell in figure_cells(path)
+                 if cell["metadata"].get("mystnb", {}).get("figure") and _displays_more_than_the_figure(_source(cell))]
+    assert not offenders, f"figure cells that also display a table or value (move it to its own cell): {offenders}"

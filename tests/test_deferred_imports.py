@@ -115,14 +115,22 @@ def needless_deferred_imports(scope: Path = SCOPE) -> list[str]:
     return found
 
 
-def test_the_checker_flags_a_light_deferred_import_and_allows_a_heavy_one(tmp_path):
-    probe = PACKAGE / "privpred" / "_deferred_probe.py"
-    probe.write_text("def f():\n    from dpkit.validate import ParameterError\n\n"
-                     "def g():\n    import torch\n    from dpkit.models.lm import load_lm\n")
-    try:
-        found = needless_deferred_imports()
-    finally:
-        probe.unlink()
+def test_the_checker_flags_a_light_deferred_import_and_allows_a_heavy_one(tmp_path, monkeypatch):
+    """On a copy of the package with a probe module (writing the probe into the package itself raced the tests
+    that read every file of it in another worker)."""
+    import shutil
+
+    import test_import_graph
+
+    copy = tmp_path / "dpkit"
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__", "_vendor"))
+    (copy / "privpred" / "_deferred_probe.py").write_text(
+        "def f():\n    from dpkit.validate import ParameterError\n\n"
+        "def g():\n    import torch\n    from dpkit.models.lm import load_lm\n")
+    monkeypatch.setattr(test_import_graph, "ROOT", tmp_path)
+    monkeypatch.setattr(test_import_graph, "PACKAGE", copy)
+    monkeypatch.setattr(sys.modules[__name__], "PACKAGE", copy)
+    found = needless_deferred_imports(scope=copy)
     flagged = [line for line in found if "_deferred_probe" in line]
     assert flagged == ["dpkit/privpred/_deferred_probe.py:2 imports dpkit.validate in a function"]
 

@@ -150,3 +150,12 @@ def test_a_document_without_triples_draws_its_neighbourhood_uniformly():
     released = [CORPUS.labels[int(d.corpus_ids[0])] for d in m.privatize_prepared(empty, np.random.default_rng(3))]
     counts = np.bincount(released, minlength=CORPUS.k)
     assert counts.min() > 0.85 * 4_000 / CORPUS.k and counts.max() < 1.15 * 4_000 / CORPUS.k
+
+
+def test_the_cut_and_the_batching_rules_are_the_readers():
+    """The topic variant parses through a document-variant reader; its cut at max_chars and its batching rule
+    are that reader's statements, not a copy (the re-tally's fact 18: the topic variant hand-copied them)."""
+    m = make(max_chars=1234)
+    reader = m._reader.public_rules
+    assert m.public_rules["long_document"] == reader["long_document"] and "1234" in reader["long_document"]
+    assert m.public_rules["batching"] == reader["batching"]

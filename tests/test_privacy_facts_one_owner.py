@@ -60,3 +60,46 @@ def test_every_method_states_its_cut_under_the_key_the_report_prints_once():
     for name, rule in rules.items():
         assert "long_document" in rule, name
         assert sum("cut" in text for text in rule.values()) == 1, (name, rule)
+
+
+def test_the_invisibleink_token_is_the_private_token_renamed():
+    """One InvisibleInk token costs what one private token costs at the same (s, C, tau): its contract is built
+    from private_token_contract, grid included (the re-tally's fact 7: invisibleink.py copied the formula, and no
+    test tolerance could see the 2^-30 grid term drift)."""
+    from dpkit.privacy.invisibleink import invisibleink_token_contract
+    from dpkit.privacy.private_prediction import private_token_contract
+
+    for s, c, tau in ((8.0, 2.0, 1.0), (250.0, 10.0, 2.0), (1.0, 0.5, 3.0)):
+        ink, token = invisibleink_token_contract(s, c, tau), private_token_contract(s, c, tau)
+        assert (ink.epsilon, ink.sensitivity, dict(ink.parameters)) == (token.epsilon, token.sensitivity,
+                                                                        dict(token.parameters))
+        assert ink.kind == "invisibleink_token" and ink.parameters["grid"] > 0
+
+
+def test_the_randomized_response_event_is_owned_by_randomized_response():
+    """k-ary randomized response's dp_accounting event is built in dpkit.privacy.randomized_response (registered
+    with the contract table), from the same keep rule the sampler uses (the re-tally's fact 11)."""
+    pytest.importorskip("dp_accounting")
+    from dp_accounting import dp_event
+
+    from dpkit.privacy import RandomizedResponse
+    from dpkit.privacy.contract import _OWNED_EVENTS
+    from dpkit.privacy.randomized_response import randomized_response_dp_event, uniform_share
+
+    assert _OWNED_EVENTS["randomized_response"] is randomized_response_dp_event
+    for k, epsilon in ((2, 1.0), (4, 0.5), (7, 12.0)):
+        rr = RandomizedResponse(k, epsilon, name="label")
+        event = rr.contract.to_dp_event()
+        assert event == dp_event.RandomizedResponseDpEvent(uniform_share(k, epsilon), k)
+        # "keep, else uniform over k": P(true) = 1 - share + share / k is the sampler's keep probability
+        assert 1 - event.noise_parameter + event.noise_parameter / k == pytest.approx(rr.keep, rel=1e-12)
+
+
+def test_the_presets_that_say_they_run_dpst_as_synth_does_use_its_label_share():
+    """The held-out presets state that they run DP-ST "as dpkit synth dpst runs it": its label share (the
+    text/label split of epsilon) is the Config default (the re-tally's leftover: a comment nothing checked)."""
+    from dpkit.experiments.presets import AS_SYNTH_SMALL
+    from dpkit.methods import dpst
+
+    assert AS_SYNTH_SMALL.dpst_label_share == dpst.Config(epsilon=1.0).label_share
+    assert AS_SYNTH_SMALL.dpst_variant == dpst.Config(epsilon=1.0).variant

@@ -270,8 +270,6 @@ RULES: dict[str, tuple[Callable, tuple[str, ...]]] = {
     "dpsgd": (_dpsgd, ("dpsgd_step",)),
 }
 
-#: the kinds whose contract is a whole private-prediction run (``r`` tokens per batch, Theorem 1)
-
 
 def _rule(contract: Mapping[str, Any]):
     return RULES.get(contract.get("kind") or "")

@@ -202,7 +202,7 @@ class DPST:
     @property
     def slot_epsilons(self) -> tuple[float, float]:
         """(neighbourhood choice, triple choice) epsilon per slot of the document variant, as its contract
-        (:func:`document_contract`, the one statement of the split) states them."""
+        (:func:`document_contract`) states them from :func:`dpkit.dpst.mechanism.slot_split`."""
         p = document_contract(self.epsilon, self.slots, self.neighbourhood_share, self.corpus.k).parameters
         return p["eps_neighbourhood"], p["eps_triple"]
 

@@ -120,15 +120,16 @@ class TopicDPST:
 
     @property
     def public_rules(self) -> dict[str, str]:
-        """The data-independent rules that decide what happens to unusual private documents."""
+        """The data-independent rules that decide what happens to unusual private documents (the cut and the
+        batching are the reader's: it parses, deduplicates and embeds each document)."""
+        reader = self._reader.public_rules
         return {
-            "long_document": f"each document is cut to its first {self.max_chars} characters before parsing",
+            "long_document": reader["long_document"],
             "triples_kept": f"the mean embedding of the first {self.max_triples} triples of a document "
                             "(after deduplication) decides its topic",
             "document_without_triples": "its neighbourhood is drawn uniformly from the public centroids",
             "small_neighbourhood": f"a neighbourhood with fewer than {self.triples} triples releases all of them",
-            "batching": "each document is parsed, deduplicated and embedded alone and draws its noise "
-                        "from its own child generator",
+            "batching": reader["batching"],
         }
 
     @cached_property

@@ -10,12 +10,12 @@ One step ``t`` of :func:`train` (Abadi et al. 2016, {cite}`abadi2016deep`):
    the private row count: it is not used.) The batch's size is random and may be 0.
 2. **Per-record gradients** of each record's loss (the mean negative
    log-likelihood of its text given its public prefix) with respect to the
-   LoRA weights, by Opacus's :class:`~opacus.GradSampleModule` hooks; the batch
+   LoRA weights, by Opacus's ``GradSampleModule`` hooks; the batch
    is processed in micro-batches of ``micro_batch`` records (memory only: the
    sum below does not depend on how it is cut).
 3. **Clipping and the sum**: each record's gradient (all adapter weights
    together) is scaled to L2 norm at most ``clip_norm`` (C) and the clipped
-   gradients are summed, by Opacus's :class:`~opacus.optimizers.DPOptimizer`
+   gradients are summed, by Opacus's ``DPOptimizer``
    (its ``signal_skip_step`` accumulates the micro-batches into one sum).
    Under add/remove of one record the sum moves by at most C in L2.
 4. **Noise**: N(0, (sigma C)^2) on every coordinate of the sum, once per step,

@@ -23,6 +23,7 @@ from dpkit.methods.base import PrivacyStatement, Records, Release, check_inputs,
 from dpkit.methods.budget import DEFAULT_DELTA, ledger_guarantee, release_ledger
 from dpkit.methods.record import Method
 from dpkit.privacy.contract import MEASURE_WORDS
+from dpkit.privacy.exponential import EXPONENTIAL_GRID_RELATIVE
 from dpkit.privpred.executors import check_executor, make_executor
 from dpkit.privpred.llamacpp_engine import is_local_backend
 from dpkit.privpred.pipeline import (MEMORY_FIELDS, PrivatePredictionConfig, fitting_public_prompts,
@@ -50,7 +51,7 @@ STATEMENT = PrivacyStatement(
     measure=f"{MEASURE_WORDS['zcdp']} at the private-token cap r, reported as (epsilon, delta) (Theorem 1 of "
             "Amin et al.)",
     sensitivity="clipped logits averaged over the expected batch size s: c/s per token, plus the public grid the exact sampler rounds the "
-                "logits to (2^-30 c/s or less); the batches are disjoint (a record's batch is a hash of the record alone), so they compose in parallel",
+                f"logits to ({EXPONENTIAL_GRID_RELATIVE:.3g} c/s or less); the batches are disjoint (a record's batch is a hash of the record alone), so they compose in parallel",
     output_size="one text per batch; n_batches batches per label of the public label set (public parameters)",
     labels="each batch holds one label (a record's label picks its batch group); the label set is public",
 )

@@ -23,13 +23,15 @@ from dpkit.privacy.ledger import BudgetExceededError, Charge, PrivacyLedger
 from dpkit.privacy.private_prediction import (max_private_tokens, per_token_rho, private_prediction_contract,
                                               private_prediction_guarantee, private_prediction_rho,
                                               private_token_contract, svt_contract, token_grid)
+from dpkit.privacy.randomized_response import RandomizedResponse, keep_probability
 from dpkit.privacy.sparse_vector import AboveThreshold, SparseVectorSession
 from dpkit.privacy.zcdp import (bounded_range_to_zcdp, epsilon_to_zcdp, pure_to_zcdp, zcdp_to_delta,
                                 zcdp_to_epsilon, zcdp_to_epsilon_bun_steinke)
 
 __all__ = [
     "AboveThreshold", "BudgetExceededError", "Charge", "Exponential", "Gaussian", "Laplace", "MEASURES",
-    "NEIGHBOURING_RELATIONS", "NoisyTopK", "PrivacyContract", "PrivacyLedger", "SparseVectorSession",
+    "NEIGHBOURING_RELATIONS", "NoisyTopK", "PrivacyContract", "PrivacyLedger", "RandomizedResponse",
+    "SparseVectorSession", "keep_probability",
     "TextbookGaussian", "TextbookLaplace", "analytic_sigma", "bernoulli_exp", "bounded_range_to_zcdp",
     "classical_sigma", "default_grid", "discrete_gaussian", "discrete_laplace", "epsilon_to_zcdp",
     "exact_exponential_sample", "exponential_grid", "gaussian_delta", "gaussian_rho", "gumbel_max_sample",

@@ -306,10 +306,6 @@ class PrivacyContract:
             if abs(steps - round(steps)) < 1e-9 and round(steps) >= 1:
                 return dp_event.DiscreteLaplaceDpEvent(noise_parameter=float(p.get("grid", 1.0)) / p["scale"],
                                                       sensitivity=int(round(steps)))
-        if how == "randomized_response" and isinstance(p.get("k"), int) and p["k"] >= 2 and self.epsilon:
-            # k-ary RR keeps w.p. e^eps/(e^eps+k-1): dp_accounting's event with noise k/(e^eps+k-1), k buckets
-            return dp_event.RandomizedResponseDpEvent(noise_parameter=p["k"] / (math.exp(self.epsilon) + p["k"] - 1),
-                                                      num_buckets=p["k"])
         if how in _OWNED_EVENTS:
             event = _OWNED_EVENTS[how](self, dp_event)
             if event is not None:
@@ -336,7 +332,8 @@ _OWNED_EVENTS: dict[str, Any] = {}
 
 def own_event(event: str, builder) -> None:
     """Register ``builder`` as the one statement of the dp_accounting event named ``event`` in :data:`KINDS`
-    (``"private_prediction"``: Theorem 1, registered by :mod:`dpkit.privacy.private_prediction`)."""
+    (``"private_prediction"``: Theorem 1, registered by :mod:`dpkit.privacy.private_prediction`;
+    ``"randomized_response"``: the k-bucket event, by :mod:`dpkit.privacy.randomized_response`)."""
     if event not in _EVENTS or event in ("noise", "measure"):
         raise ParameterError("event", event, f"must be an owned event of {_EVENTS} (not noise or measure)")
     if event in _OWNED_EVENTS and _OWNED_EVENTS[event] is not builder:

@@ -48,8 +48,8 @@ from __future__ import annotations
 import math
 
 from dpkit.privacy.contract import PrivacyContract
-from dpkit.privacy.private_prediction import (UNIT, check_batch_size, check_cost_ratio, guarantee_at_cap, rho_at_cap,
-                                              token_grid, token_rho, tokens_within)
+from dpkit.privacy.private_prediction import (UNIT, check_batch_size, guarantee_at_cap, private_token_contract,
+                                              rho_at_cap, token_grid, token_rho, tokens_within)
 from dpkit.privacy.zcdp import epsilon_to_zcdp
 from dpkit.validate import ParameterError, check_int, check_positive
 
@@ -84,20 +84,18 @@ def topk_plus_margin(clip: float) -> float:
 
 
 def invisibleink_token_contract(batch_size: float, clip: float, temperature: float) -> PrivacyContract:
-    """Contract of one InvisibleInk token: bounded range at ``epsilon = 2 (C/s + grid)/tau``."""
-    s = check_batch_size(batch_size)
-    c = check_positive("clip", clip)
-    tau = check_positive("temperature", temperature)
-    check_cost_ratio("clip/(expected_batch_size*temperature)", c / s / tau, f"clip={c:g}, s={s:g}, tau={tau:g}")
-    grid = token_grid(s, c)
-    return PrivacyContract(
+    """Contract of one InvisibleInk token: bounded range at ``epsilon = 2 (C/s + grid)/tau``, the private token's
+    (:func:`~dpkit.privacy.private_prediction.private_token_contract`, the one statement of it) with DClip's
+    norm C in place of the logit clip c and its own mechanism, norm and kind."""
+    token = private_token_contract(batch_size, clip, temperature)
+    p = token.parameters
+    return token.replace(
         mechanism="InvisibleInk token (exponential mechanism on public logits + DClip'd differences / s, "
-                  "Top-k+ candidates)", neighbouring="add/remove", unit=UNIT, measure="bounded-range",
-        sensitivity=c / s + grid, epsilon=2.0 * (c / s + grid) / tau,
+                  "Top-k+ candidates)",
         sensitivity_norm="Linf of z_pub + (1/s) sum clip(z_i - z_pub, -C, C), quantized",
-        kind="invisibleink_token", parameters={"s": s, "c": c, "tau": tau, "grid": grid},
-        note=f"DClip norm C={c:g}, batch size s={s:g}, temperature tau={tau:g}; exact sampling on the grid "
-             f"{grid:.3g}; the Top-k+ set reads the public logits only")
+        kind="invisibleink_token",
+        note=f"DClip norm C={p['c']:g}, batch size s={p['s']:g}, temperature tau={p['tau']:g}; exact sampling on "
+             f"the grid {p['grid']:.3g}; the Top-k+ set reads the public logits only")
 
 
 def invisibleink_per_token_rho(batch_size: float, clip: float, temperature: float,

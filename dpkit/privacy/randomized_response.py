@@ -28,7 +28,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from dpkit.privacy.contract import PrivacyContract
+from dpkit.privacy.contract import PrivacyContract, own_event
 from dpkit.privacy.exact import bernoulli_exp
 from dpkit.validate import ParameterError, check_int, check_positive, check_rng
 
@@ -38,6 +38,26 @@ def keep_probability(k: int, epsilon: float) -> float:
     k = check_int("k", k, minimum=1)
     epsilon = check_positive("epsilon", epsilon)
     return 1.0 / (1.0 + (k - 1) * math.exp(-epsilon))
+
+
+def uniform_share(k: int, epsilon: float) -> float:
+    """``k / (e^eps + k - 1)``: the share of answers drawn uniformly over all k categories when k-ary randomized
+    response is written as "keep, else uniform" (dp_accounting's noise parameter), computed stably."""
+    k = check_int("k", k, minimum=1)
+    epsilon = check_positive("epsilon", epsilon)
+    return k * math.exp(-epsilon) / (1.0 + (k - 1) * math.exp(-epsilon))
+
+
+def randomized_response_dp_event(contract: PrivacyContract, dp_event):
+    """A k-ary randomized-response contract (``parameters["k"]`` >= 2) as dp_accounting's k-bucket event; None
+    otherwise (the measure decides). Registered with :data:`dpkit.privacy.contract.KINDS`' event table."""
+    k = contract.parameters.get("k")
+    if not (isinstance(k, int) and k >= 2 and contract.epsilon):
+        return None
+    return dp_event.RandomizedResponseDpEvent(noise_parameter=uniform_share(k, contract.epsilon), num_buckets=k)
+
+
+own_event("randomized_response", randomized_response_dp_event)
 
 
 def log_probabilities(category: int, k: int, epsilon: float) -> np.ndarray:

@@ -1,5 +1,7 @@
 """Any generator as a black box: a shell command or a Python callable, audited with canaries in one run.
 
+From the command line::
+
     dpkit audit release --command 'python gen.py {input} {output}' --input data.csv --text-column text \\
         --epsilon 1 --out runs/audit-gen
     dpkit audit release --python mypackage.gen:synthesize --input data.csv --text-column text --epsilon 1

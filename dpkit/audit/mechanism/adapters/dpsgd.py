@@ -55,7 +55,7 @@ VARIANTS = ("correct", "no_clip", "clip_after_mean", "mean_noise", "shuffled")
 
 
 def record(gradient: np.ndarray) -> np.ndarray:
-    """The record ``(x, y)`` whose squared-loss gradient at ``THETA = 0`` is ``gradient`` (x = g/|g|, y = -|g|)."""
+    """The record ``(x, y)`` whose squared-loss gradient at ``THETA = 0`` is ``gradient`` (``x = g / norm(g)``, ``y = -norm(g)``)."""
     gradient = np.asarray(gradient, dtype=float)
     norm = float(np.linalg.norm(gradient))
     if norm == 0.0:
@@ -71,7 +71,7 @@ def per_example_gradients(records: np.ndarray, theta: np.ndarray = THETA) -> np.
 
 
 def clip_rows(vectors: np.ndarray, clip: float) -> np.ndarray:
-    """Each row scaled to L2 norm at most ``clip`` (Opacus's per-sample clipping factor, min(1, C/|g|))."""
+    """Each row scaled to L2 norm at most ``clip`` (Opacus's per-sample clipping factor, ``min(1, C / norm(g))``)."""
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     return vectors * np.minimum(1.0, clip / np.maximum(norms, 1e-12))
 
