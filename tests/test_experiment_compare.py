@@ -364,3 +364,16 @@ def test_dp_fine_tuning_is_a_comparison_row_that_reads_every_record_and_keeps_it
     assert 0 < out["release"]["epsilon"] <= 4.0 and out["release"]["n_texts"] == 2
     assert out["release"]["n_records_read"] == out["metrics"]["n_private_records"]
     assert len(out["texts"]["texts"]) == 2 and set(out["texts"]["labels"]) == {"negative", "positive"}
+
+
+def test_the_methods_help_names_every_row_the_parser_accepts(capsys):
+    """``--methods`` help lists the rows from the one list the parser checks (it said "kps,pp,dpst" while ft,
+    pp_ink and label_only were accepted too)."""
+    from dpkit.cli import main
+    from dpkit.experiments.presets import METHOD_ROWS, parse_methods
+
+    with pytest.raises(SystemExit):
+        main(["experiment", "compare", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "some of " + ",".join(METHOD_ROWS) in text.replace(", ", ",").replace(" ,", ",")
+    assert "ft" in METHOD_ROWS and parse_methods("ft,kps") == ("ft", "kps")

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from dpkit.experiments.cells import LocalCells
 from dpkit.experiments.compare import METHOD_NAMES
-from dpkit.experiments.presets import PRESETS, get_preset, parse_datasets, parse_methods
+from dpkit.experiments.presets import METHOD_ROWS, PRESETS, get_preset, parse_datasets, parse_methods
 from dpkit.experiments.sweep import Sweep
 from dpkit.models.named import check_local_model
 
@@ -41,9 +41,9 @@ def register(sub) -> None:
     cmp.add_argument("--preset", default="smoke", help=f"size preset, one of {sorted(PRESETS)} (default smoke)")
     cmp.add_argument("--out", default=None, help="folder of the per-cell JSON files (default results/compare/<preset>)")
     cmp.add_argument("--methods", default=None,
-                     help=f"comma-separated subset of {','.join(METHOD_NAMES)} (default: the preset's, all three); "
-                          "the real-data "
-                          "reference always runs. A later run with more methods adds their cells")
+                     help=f"comma-separated rows, some of {','.join(METHOD_ROWS)} (default: the preset's, "
+                          f"{','.join(METHOD_NAMES)}; the others are extra rows); the real-data reference always "
+                          "runs. A later run with more methods adds their cells")
     cmp.add_argument("--datasets", default=None,
                      help="comma-separated subset of the preset's data sets (default: all); a later run with the "
                           "others adds their cells to the same folder")

@@ -242,12 +242,16 @@ def get_preset(name: str) -> Preset:
     return PRESETS[name]
 
 
+#: Every row ``--methods`` may name: the three methods, the extra rows (``pp_ink``: InvisibleInk; ``ft``: DP
+#: fine-tuning) and the label-only reference.
+METHOD_ROWS = METHOD_NAMES + tuple(VARIANT_ROWS) + (LABEL_ONLY,)
+
+
 def parse_methods(text: str) -> tuple[str, ...]:
-    """``"kps,dpst"`` -> ``("kps", "dpst")``, each one of :data:`~dpkit.experiments.compare.METHOD_NAMES`."""
+    """``"kps,dpst"`` -> ``("kps", "dpst")``, each one of :data:`METHOD_ROWS`."""
     names = tuple(dict.fromkeys(part.strip() for part in str(text).split(",") if part.strip()))
-    allowed = METHOD_NAMES + tuple(VARIANT_ROWS) + (LABEL_ONLY,)  # pp_ink: InvisibleInk; label_only: the reference
-    if not names or any(name not in allowed for name in names):
-        raise ParameterError("--methods", text, f"must list some of {','.join(allowed)}, separated by commas")
+    if not names or any(name not in METHOD_ROWS for name in names):
+        raise ParameterError("--methods", text, f"must list some of {','.join(METHOD_ROWS)}, separated by commas")
     return names
 
 
