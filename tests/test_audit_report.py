@@ -120,3 +120,10 @@ def test_ledger_from_a_run_folder(tmp_path):
     assert report.load_ledger_source(tmp_path / "ledger.json")[0]["entries"] == data["entries"]
     with pytest.raises(ParameterError, match="ledger_path"):
         report.load_ledger_source(tmp_path / "missing.json")
+    # the folder `dpkit synth --out DIR` writes: its run is DIR/private (the book's
+    # `-p ledger_path runs/my_run` failed on it: tests/test_book_commands.py)
+    Run(tmp_path / "synth" / "private", params={"eps": 5}, seed=1, ledger=ledger)
+    (tmp_path / "synth" / "release").mkdir()
+    assert report.load_ledger_source(tmp_path / "synth")[1]["eps"] == 5
+    with pytest.raises(ParameterError, match="ledger_path"):
+        report.load_ledger_source(tmp_path / "synth" / "release")

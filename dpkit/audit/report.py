@@ -35,6 +35,7 @@ from dpkit.privacy import PrivacyLedger
 from dpkit.privacy.contract import KINDS, RUN_KINDS
 from dpkit.privacy.gaussian import gaussian_delta
 from dpkit.privacy.ledger import Charge
+from dpkit.runs.layout import paths as run_folder_paths
 from dpkit.validate import ParameterError
 
 __all__ = ["SensitivityCheck", "recheck_sensitivity", "audit_names_for", "checklist", "verdict"]
@@ -410,14 +411,16 @@ def run_audits(ledger_data: Mapping[str, Any], samples: int = 20_000, seed: int 
 
 
 def load_ledger_source(path) -> tuple[dict, dict]:
-    """``(ledger_dict, params)`` from a saved ledger JSON, a run's ``manifest.json`` or a run folder.
+    """``(ledger_dict, params)`` from a saved ledger JSON, a run's ``manifest.json`` or a run folder: a
+    :class:`dpkit.runs.Run` folder, or the folder ``dpkit synth --out DIR`` writes (its run is ``DIR/private``).
 
     From a run (:class:`dpkit.runs.Run`) the params are the manifest's ``params``
     plus its ``seed`` and package versions (for the transparency item).
     """
     path = Path(path)
     if path.is_dir():
-        path = path / "manifest.json"
+        synth_run = run_folder_paths(path)[2] / "manifest.json"
+        path = synth_run if not (path / "manifest.json").is_file() and synth_run.is_file() else path / "manifest.json"
     if not path.is_file():
         raise ParameterError("ledger_path", str(path), "must be a ledger JSON, a run's manifest.json or a run folder")
     data = json.loads(path.read_text())
