@@ -103,3 +103,22 @@ def test_the_presets_that_say_they_run_dpst_as_synth_does_use_its_label_share():
 
     assert AS_SYNTH_SMALL.dpst_label_share == dpst.Config(epsilon=1.0).label_share
     assert AS_SYNTH_SMALL.dpst_variant == dpst.Config(epsilon=1.0).variant
+
+
+def test_reloading_an_owner_module_keeps_its_event():
+    """A notebook's autoreload re-runs a module's registration with a new function object of the same name:
+    that is the same owner, not a second one (simulated: reloading the module here would leave two classes
+    of one name for the later tests of this worker)."""
+    from dpkit.privacy.contract import _OWNED_EVENTS, own_event
+    from dpkit.privacy.randomized_response import randomized_response_dp_event as original
+
+    def reloaded(contract, dp_event):
+        return original(contract, dp_event)
+
+    reloaded.__module__, reloaded.__qualname__ = original.__module__, original.__qualname__
+    try:
+        own_event("randomized_response", reloaded)
+        assert _OWNED_EVENTS["randomized_response"] is reloaded
+    finally:
+        own_event("randomized_response", original)
+    assert _OWNED_EVENTS["randomized_response"] is original

@@ -336,8 +336,10 @@ def own_event(event: str, builder) -> None:
     ``"randomized_response"``: the k-bucket event, by :mod:`dpkit.privacy.randomized_response`)."""
     if event not in _EVENTS or event in ("noise", "measure"):
         raise ParameterError("event", event, f"must be an owned event of {_EVENTS} (not noise or measure)")
-    if event in _OWNED_EVENTS and _OWNED_EVENTS[event] is not builder:
-        raise ParameterError("event", event, "already has an owner")
+    current = _OWNED_EVENTS.get(event)
+    named = (getattr(builder, "__module__", None), getattr(builder, "__qualname__", None))
+    if current is not None and (current.__module__, current.__qualname__) != named:  # a module reloaded: the same
+        raise ParameterError("event", event, f"already has an owner ({current.__module__}.{current.__qualname__})")
     _OWNED_EVENTS[event] = builder
 
 
