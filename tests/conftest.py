@@ -47,6 +47,10 @@ SECONDS = {
     "tests/test_audit_families.py::test_false_positive_rate_stays_at_nominal": 13,
     "tests/test_audit_release_cli.py::test_prints_the_result_and_resumes_to_the_same": 12,
     "tests/test_audit_registry.py::test_correct_mechanism_passes[dpst_record]": 26,
+    # measured 2026-11-29 in a fresh clone beside a book build (load ~4); they ran last, unlisted
+    "tests/test_audit_release_pp_unclipped.py::test_unclipped_private_prediction_is_refuted_at_its_claim": 213,
+    "tests/test_audit_release_pp_unclipped.py::test_correct_private_prediction_writes_no_canary_word_and_is_not_refuted": 61,
+    "tests/test_ft_accounting.py": 49, "tests/test_notebooks.py::test_executes_in_smoke_setting[ft_dpsgd]": 47,
     **{f"tests/test_pp_invisibleink.py::{test}": seconds for test, seconds in {
         "test_the_release_audit_does_not_refute_a_whole_invisibleink_release": 48,
         "test_replay_and_memory_bounds_give_the_same_tokens[torch]": 21,
