@@ -89,3 +89,8 @@ def test_echo_canaries_repeated_through_the_cli(fake, tmp_path, capsys):
     assert settings["canary_design"] == "echo" and settings["repetitions"] == 2
     assert main(flags[:-4] + ["--out", str(tmp_path / "bad"), "--repetitions", "0"]) == 2
     assert "--repetitions" in capsys.readouterr().err and not (tmp_path / "bad").exists()
+    # copies that cannot fit in memory: refused by name before audit.json is written (10^9 once filled 20 GB and
+    # the kernel killed the run without a message; the bad-input sweep of 29 Nov 2026)
+    assert main(flags[:-4] + ["--out", str(tmp_path / "huge"), "--repetitions", str(10 ** 9)]) == 2
+    error = capsys.readouterr().err
+    assert "--repetitions" in error and "GiB" in error and not (tmp_path / "huge").exists()

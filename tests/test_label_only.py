@@ -163,6 +163,13 @@ def test_evaluate_reference_label_only_reports_the_gain(tmp_path, monkeypatch, c
     release = result["balanced_accuracy"]["estimate"]
     assert ref["gain"]["estimate"] == pytest.approx(release - np.mean(ref["draws"]))
     assert ref["balanced_accuracy"]["estimate"] == pytest.approx(np.mean(ref["draws"]))
+    # --reference-draws alone, or 0 draws: refused by name before anything is read (the bad-input sweep, 29 Nov)
+    base = ["evaluate", "--synthetic", str(synthetic), "--test", str(test), "--text-column", "text",
+            "--label-column", "label", "--json"]
+    for extra in (["--reference-draws", "0"], ["--reference-draws", "2"], ["--reference", "label-only",
+                                                                           "--reference-draws", "0"]):
+        assert main(base + extra) == 2
+        assert "--reference-draws" in capsys.readouterr().err
 
 
 def test_every_held_out_set_has_a_keyword_rule():

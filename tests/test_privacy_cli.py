@@ -94,3 +94,6 @@ def test_the_batch_size_rule_is_stated_once(capsys):
     with pytest.raises(ParameterError, match=f">= {MIN_BATCH_SIZE:g}"):
         check_batch_size(MIN_BATCH_SIZE / 2)
     assert check_batch_size(MIN_BATCH_SIZE) == MIN_BATCH_SIZE
+    for bad in (0, -1, float("nan"), float("inf"), "x"):  # the message states the rule, not "> 0" (sweep, 29 Nov)
+        with pytest.raises(ParameterError, match=f"finite number >= {MIN_BATCH_SIZE:g}"):
+            check_batch_size(bad)

@@ -46,6 +46,10 @@ def _evaluate_command(args: argparse.Namespace) -> int:
 
     try:
         check_int("--seed", args.seed, minimum=0)
+        if args.reference is None and args.reference_draws is not None:
+            raise ParameterError("--reference-draws", args.reference_draws, "applies only with --reference label-only")
+        if args.reference is not None:
+            reference_draws(args)
         check_release(args.synthetic)
         synthetic = read("--synthetic", args.synthetic, "text", "label")
         test = read("--test", args.test, args.text_column, args.label_column)
@@ -88,13 +92,23 @@ def _evaluate_command(args: argparse.Namespace) -> int:
     return 0
 
 
+#: Draws of the label-only reference when ``--reference-draws`` is not given.
+REFERENCE_DRAWS = 3
+
+
+def reference_draws(args: argparse.Namespace) -> int:
+    """``--reference-draws`` (default :data:`REFERENCE_DRAWS`), an integer >= 1."""
+    given = getattr(args, "reference_draws", None)
+    return check_int("--reference-draws", REFERENCE_DRAWS if given is None else given, minimum=1)
+
+
 def label_only_reference(args: argparse.Namespace, synthetic, test, x_test, embedder, result: dict) -> dict:
     """``--reference label-only``: the release's label set and per-label sizes written by the bundled model from
     the document type and each label (its public description where the release's config.json records one) alone
     (:func:`dpkit.experiments.label_only.label_only_texts`), in ``--reference-draws`` draws, each scored as the
     release is. The gain is the release's balanced accuracy minus each draw's, with a Student-t interval over the
     draws: it covers the reference's variation, not the release's own (one release)."""
-    draws = check_int("--reference-draws", args.reference_draws, minimum=1)
+    draws = reference_draws(args)
     config = _release_config(args.synthetic)
     counts = Counter(str(y) for y in synthetic.labels)
     names = [str(n) for n in (config.get("labels") or sorted(counts)) if str(n) in counts]
@@ -258,6 +272,7 @@ def register(subparsers) -> None:
                    "when the release's config.json has one), with the release's label set and texts per label, "
                    "scored as the release; reports its balanced accuracy and the release's gain over it (JSON key "
                    "\"reference\"). Generates the release's size once per draw on the local model (minutes)")
-    p.add_argument("--reference-draws", type=int, default=3, help="with --reference: independent draws of the "
-                   "reference (seeds 0, 1, ...), for the t interval of its score and of the gain (default 3)")
+    p.add_argument("--reference-draws", type=int, default=None, help="with --reference: independent draws of the "
+                   f"reference (seeds 0, 1, ...), for the t interval of its score and of the gain (default "
+                   f"{REFERENCE_DRAWS}); refused without --reference")
     p.set_defaults(func=_evaluate_command)

@@ -41,10 +41,13 @@ BATCH_SIZE_RULE = f"s >= {MIN_BATCH_SIZE:g}"
 def check_batch_size(batch_size, name: str = "batch_size") -> float:
     """The expected batch size s: a real number >= :data:`MIN_BATCH_SIZE` (the average of s prompts' logits);
     errors name ``name``. The one statement of the rule: every caller and help text reads it from here."""
-    s = check_positive(name, batch_size)
+    rule = f"must be a finite number >= {MIN_BATCH_SIZE:g} (the expected number of prompts per batch)"
+    try:
+        s = check_positive(name, batch_size)
+    except ParameterError:  # 0, negative, nan, inf or not a number: the rule is >= 1, not > 0
+        raise ParameterError(name, batch_size, rule) from None
     if s < MIN_BATCH_SIZE:
-        raise ParameterError(name, batch_size, f"must be >= {MIN_BATCH_SIZE:g} (the expected number of prompts "
-                                               "per batch)")
+        raise ParameterError(name, batch_size, rule)
     return s
 
 

@@ -44,7 +44,8 @@ from dpkit.audit.release.roc import auroc, tpr_at_fpr
 from dpkit.audit.release.scorers import DEFAULT_SCORERS, scorer
 from dpkit.methods import Records
 from dpkit.methods.registry import get_method  # a method module loads on first use (PyTorch)
-from dpkit.validate import ParameterError, check_choice, check_in_range, check_int, check_positive
+from dpkit.validate import (ParameterError, check_choice, check_fits_memory, check_in_range, check_int,
+                            check_positive)
 
 
 @dataclass
@@ -165,6 +166,20 @@ def _part(canaries: Canaries, start: int, stop: int) -> Canaries:
     return Canaries(canaries.texts[start:stop], canaries.words[start:stop], labels)
 
 
+#: Memory an audited input row takes (a canary copy: its text and label in a dict), for :func:`check_repetitions`.
+ROW_BYTES = 1_000
+
+
+def check_repetitions(name: str, repetitions, canaries: int) -> int:
+    """``repetitions`` copies of each of ``canaries`` canaries: an integer >= 1 whose copies fit in memory,
+    refused naming ``name`` before anything is written (10^9 copies once filled 20 GB and the kernel killed
+    the run without a message)."""
+    repetitions = check_int(name, repetitions, minimum=1)
+    check_fits_memory(name, repetitions, float(ROW_BYTES) * canaries * repetitions,
+                      f"{canaries:,} canaries inserted {repetitions:,} times each")
+    return repetitions
+
+
 def audit_release(synthesize, records, *, canaries=None, claimed_epsilon: float, claimed_delta: float = 0.0,
                   confidence: float = 0.95, seed=None, scorers=DEFAULT_SCORERS, embedder=None,
                   neighbouring: str = "add/remove", strategy: str = "bonferroni",
@@ -182,7 +197,11 @@ def audit_release(synthesize, records, *, canaries=None, claimed_epsilon: float,
     """
     check_choice("neighbouring", neighbouring, NEIGHBOURING)
     check_choice("strategy", strategy, STRATEGIES)
-    repetitions = check_int("repetitions", repetitions, minimum=1)
+    if canaries is None or isinstance(canaries, (int, np.integer)):
+        count = DEFAULT_CANARIES if canaries is None else max(1, int(canaries))
+    else:
+        count = len(canaries)
+    repetitions = check_repetitions("repetitions", repetitions, count)
     if not isinstance(records, Records):
         raise ParameterError("records", records, "must be a dpkit.methods.Records")
     check_positive("claimed_epsilon", claimed_epsilon)

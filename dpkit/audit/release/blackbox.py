@@ -161,7 +161,7 @@ def run(args) -> dict:
     names = label_set(labels, declared) if labels is not None else None
     records = Records.from_strings(table.texts, labels, names, declared=declared is not None)
     seed = secrets.randbits(63)
-    design, repetitions = canary_design(args)
+    design, repetitions = canary_design(args, m)
     result = audit_release(synthesize, records, canaries=design_canaries(design, m, seed, names),
                            claimed_epsilon=args.epsilon, claimed_delta=delta, confidence=args.confidence, seed=seed,
                            scorers=scorers, neighbouring=args.neighbouring, strategy=args.strategy,

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dpkit.audit.release.audit import audit_release, neighbouring_for
+from dpkit.audit.release.audit import audit_release, check_repetitions, neighbouring_for
 from dpkit.audit.release.canaries import DEFAULT_CANARIES, echo_canaries
 from dpkit.audit.release.scorers import scorer
 from dpkit.io import atomic_write_text
@@ -41,12 +41,14 @@ SMOKE_CANARIES = 200   # --smoke without --canaries: the cap on the bound is the
 CANARY_DESIGNS = ("rare-words", "echo")   # make_canaries (the default) and echo_canaries
 
 
-def canary_design(args) -> tuple[str, int]:
-    """(design, repetitions) of ``--canary-design`` and ``--repetitions`` (defaults: rare-words, 1), validated."""
+def canary_design(args, canaries: int | None) -> tuple[str, int]:
+    """(design, repetitions) of ``--canary-design`` and ``--repetitions`` (defaults: rare-words, 1), validated
+    for ``canaries`` canaries (None: the default count) before anything is written."""
     design = getattr(args, "canary_design", None) or "rare-words"
     check_choice("--canary-design", design, CANARY_DESIGNS)
     repetitions = getattr(args, "repetitions", None)
-    return design, check_int("--repetitions", 1 if repetitions is None else repetitions, minimum=1)
+    return design, check_repetitions("--repetitions", 1 if repetitions is None else repetitions,
+                                     DEFAULT_CANARIES if canaries is None else canaries)
 
 
 def design_canaries(design: str, m: int | None, seed, label_set):
@@ -131,7 +133,7 @@ def run_release_audit(args: argparse.Namespace) -> dict:
     if m is not None:
         check_int("--canaries", m, minimum=2)
     check_in_range("--confidence", args.confidence, 0.0, 1.0, low_open=True, high_open=True)
-    design, repetitions = canary_design(args)
+    design, repetitions = canary_design(args, m)
     p = plan(_synth_args(args))
     config = p.config if _plan_applies_set() else apply_settings(p.config, args.set)
     if config != p.config:
