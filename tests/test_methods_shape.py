@@ -38,6 +38,8 @@ def test_one_entry_point_and_a_stated_guarantee(name):
     ("kps", {"vocabulary": "klingon"}, "vocabulary"), ("kps", {"vocabulary_share": 1.0}, "vocabulary_share"),
     ("pp", {"delta": 0}, "delta"), ("pp", {"n_batches": 0}, "n_batches"), ("pp", {"epsilon": 1e-6}, "epsilon"),
     ("dpst", {"slots": 0}, "slots"), ("dpst", {"label_share": 0}, "label_share"), ("dpst", {"epsilon": -1}, "epsilon"),
+    # 10^9 steps ran the accountant out of memory without naming the parameter (the bad-input sweep, 29 Nov)
+    ("ft", {"steps": 0}, "steps"), ("ft", {"steps": 10 ** 9}, "steps"), ("ft", {"sample_rate": 1.5}, "sample_rate"),
 ])
 def test_configs_name_the_bad_parameter(name, changes, param):
     with pytest.raises(ParameterError) as info:
