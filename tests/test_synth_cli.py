@@ -333,9 +333,10 @@ def test_set_and_config_file_reach_every_parameter_and_are_recorded(tmp_path, fa
 
 
 @pytest.mark.parametrize("extra,needle", [
-    (("--set", "no_such_knob=1"), "no_such_knob"), (("--set", "L=three"), "L='three'"),
+    (("--set", "no_such_knob=1"), "no_such_knob"), (("--set", "L=three"), "L='three' is invalid: must be an integer"),
     (("--set", "L=0"), "L=0"), (("--set", "epsilon=3"), "--epsilon"), (("--set", "L"), "key=value"),
-    (("--set", "distinct=maybe"), "distinct"),
+    (("--set", "distinct=maybe"), "distinct='maybe' is invalid: must be true or false"),
+    (("--set", "bandwidth=nan"), "bandwidth='nan' is invalid: must be a finite number"),
 ])
 def test_bad_settings_exit_2_naming_the_key(tmp_path, capsys, fake, extra, needle):
     out = tmp_path / "run"

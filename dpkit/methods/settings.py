@@ -51,9 +51,13 @@ def _scalar(kind) -> bool:
     return all(b in (bool, int, float, str) for b in base)
 
 
+#: How a setting's type reads in an error ("must be an integer", "must be a finite number or none").
+TYPE_WORDS = {bool: "true or false", int: "an integer", float: "a finite number", str: "text"}
+
+
 def _type_name(kind) -> str:
     base, optional = _options(kind)
-    return " or ".join(b.__name__ for b in base) + (" or none" if optional else "")
+    return " or ".join(TYPE_WORDS.get(b, b.__name__) for b in base) + (" or none" if optional else "")
 
 
 def parse_value(key: str, text: str, kind) -> Any:
@@ -77,7 +81,7 @@ def parse_value(key: str, text: str, kind) -> Any:
             return text
         except ValueError:
             continue
-    raise ParameterError(key, text, f"must be a {_type_name(kind)}")
+    raise ParameterError(key, text, f"must be {_type_name(kind)}")
 
 
 def check_value(key: str, value, kind) -> Any:
@@ -99,7 +103,7 @@ def check_value(key: str, value, kind) -> Any:
                 return float(value)
             if b is str and isinstance(value, str):
                 return value
-    raise ParameterError(key, value, f"must be a {_type_name(kind)}")
+    raise ParameterError(key, value, f"must be {_type_name(kind)}")
 
 
 def _known(key: str, names: dict, method: str) -> None:
