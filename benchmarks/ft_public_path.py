@@ -35,7 +35,8 @@ from dpkit.experiments.provenance import git_commit, machine
 from dpkit.methods import ft
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from heldout_rows import evaluate_command  # noqa: E402  (a sibling script: the same scoring command)
+from heldout_rows import evaluate_command, record_invocation  # noqa: E402  (a sibling script: the same
+#                                                                  scoring command and provenance rule)
 
 
 def main(argv=None) -> int:
@@ -51,12 +52,11 @@ def main(argv=None) -> int:
     results = args.out / "results.jsonl"
     done = {json.loads(line)["repeat"] for line in results.read_text().splitlines()
             if line.strip()} if results.exists() else set()
-    (args.out / "provenance.json").write_text(json.dumps(
-        {"commit": git_commit(), **machine(), "split": str(args.split), "labels": list(labels),
-         "document_type": document_type, "n_per_class": config.n_per_class, "repeats": args.repeats,
-         "time": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-         "command": " ".join([Path(sys.argv[0]).name, *(argv if argv is not None else sys.argv[1:])])},
-        indent=1) + "\n")
+    record_invocation(args.out / "provenance.json", {
+        "commit": git_commit(), **machine(), "split": str(args.split), "labels": list(labels),
+        "document_type": document_type, "n_per_class": config.n_per_class, "repeats": args.repeats,
+        "time": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "command": " ".join([Path(sys.argv[0]).name, *(argv if argv is not None else sys.argv[1:])])})
     backend = get_backend("local", None)
     for repeat in range(args.repeats):
         if repeat in done:

@@ -86,6 +86,18 @@ def run(command: list[str], timeout: float, peak: dict | None = None) -> tuple[o
     return proc.returncode, proc.stdout if proc.returncode == 0 else (stderr or proc.stdout)[-400:], wall
 
 
+def record_invocation(provenance_path: Path, invocation: dict) -> None:
+    """Write ``invocation`` as the folder's provenance; a later call that adds runs keeps the first one's
+    provenance and appends its own under ``"later"`` (unless it is the same invocation)."""
+    if provenance_path.exists():
+        provenance = json.loads(provenance_path.read_text())
+        if {k: v for k, v in provenance.items() if k != "later"} != invocation:
+            provenance["later"] = provenance.get("later", []) + [invocation]
+    else:
+        provenance = invocation
+    provenance_path.write_text(json.dumps(provenance, indent=1))
+
+
 def evaluate_command(release: Path, train: Path, test: Path) -> list[str]:
     """``dpkit evaluate`` of a release against the real split (``--json``: the stable format)."""
     return [sys.executable, "-m", "dpkit", "evaluate", "--synthetic", str(release), "--test", str(test),
@@ -171,14 +183,7 @@ def main(argv=None) -> dict:
         "machine": platform.node(), "cpu_count": os.cpu_count(), "python": platform.python_version(),
         "dataset": args.dataset, "document_type": document_type, "epsilon": args.epsilon, **sizes,
         "methods": args.methods, "repeats": args.repeats, "smoke": args.smoke, "set": args.set}
-    provenance_path = args.out / "provenance.json"
-    if provenance_path.exists():  # a later call that adds runs keeps the first one's provenance, and says so
-        provenance = json.loads(provenance_path.read_text())
-        if {k: v for k, v in provenance.items() if k != "later"} != invocation:
-            provenance["later"] = provenance.get("later", []) + [invocation]
-    else:
-        provenance = invocation
-    provenance_path.write_text(json.dumps(provenance, indent=1))
+    record_invocation(args.out / "provenance.json", invocation)
     print(f"{args.dataset}: {sizes['train_rows']} training rows, {sizes['test_rows']} test rows; "
           f"document type {document_type!r}; epsilon {args.epsilon:g}", flush=True)
     for repeat in range(args.repeats):
