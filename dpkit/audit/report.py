@@ -419,8 +419,8 @@ def load_ledger_source(path) -> tuple[dict, dict]:
     """
     path = Path(path)
     if path.is_dir():
-        synth_run = run_folder_paths(path)[2] / "manifest.json"
-        path = synth_run if not (path / "manifest.json").is_file() and synth_run.is_file() else path / "manifest.json"
+        own, synth_run = path / "manifest.json", run_folder_paths(path)[2] / "manifest.json"
+        path = own if own.is_file() or not synth_run.is_file() else synth_run
     if not path.is_file():
         raise ParameterError("ledger_path", str(path), "must be a ledger JSON, a run's manifest.json or a run folder")
     data = json.loads(path.read_text())
